@@ -1,0 +1,52 @@
+# Two commands for a new user: `make demo` (run it) and `make test` (test it).
+PYTHON ?= python3.11
+VENV := .venv
+VENV_OLDEST := .venv-4.2
+DEV_PINS := "numpy<2" pytest==9.2.0 pytest-blender==3.0.8 hypothesis==6.170.15 ruff==0.17.6
+BPY := bpy==5.0.1
+BPY_OLDEST := bpy==4.2.23
+
+# With a real Blender (BLENDER_EXECUTABLE=/path/to/blender) pytest-blender runs
+# the suite inside it; otherwise the pinned bpy module runs it in this Python.
+ifdef BLENDER_EXECUTABLE
+PYTEST_MODE := --blender-executable $(BLENDER_EXECUTABLE)
+else
+PYTEST_MODE := -p no:pytest-blender
+endif
+
+.PHONY: test test-oldest lint validate build demo bench clean
+
+$(VENV)/.stamp:
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet $(BPY) $(DEV_PINS)
+	touch $@
+
+$(VENV_OLDEST)/.stamp:
+	$(PYTHON) -m venv $(VENV_OLDEST)
+	$(VENV_OLDEST)/bin/pip install --quiet $(BPY_OLDEST) $(DEV_PINS)
+	touch $@
+
+test: $(VENV)/.stamp
+	$(VENV)/bin/python -m pytest tests $(PYTEST_MODE) $(PYTEST_ARGS)
+
+# The Blender-side tests on the oldest supported Blender (4.2 LTS).
+test-oldest: $(VENV_OLDEST)/.stamp
+	$(VENV_OLDEST)/bin/python -m pytest tests/blender -p no:pytest-blender $(PYTEST_ARGS)
+
+lint: $(VENV)/.stamp
+	$(VENV)/bin/ruff check .
+
+validate: $(VENV)/.stamp
+	$(VENV)/bin/python tools/extension.py validate
+
+build: validate
+	$(VENV)/bin/python tools/extension.py build --output-dir build
+
+demo: $(VENV)/.stamp
+	$(VENV)/bin/python tools/demo.py --out build/demo
+
+bench: $(VENV)/.stamp
+	$(VENV)/bin/python bench/bench_toshi.py
+
+clean:
+	rm -rf build $(VENV) $(VENV_OLDEST) .pytest_cache .ruff_cache .hypothesis

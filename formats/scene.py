@@ -1,0 +1,279 @@
+"""The neutral scene every format family converts to and from.
+
+Readers produce format models that mirror their files; each family's converter
+turns a model into a ``Scene`` and back. The Blender layer builds Blender data
+from a ``Scene`` and extracts a ``Scene`` from Blender data, so it never needs
+to know a file format. Arrays are numpy; everything a format stores that the
+scene has no field for travels in ``extras`` (plain JSON-compatible values:
+str, int, float, bool, lists and dicts of those, and bytes) and comes back on
+export.
+
+Conventions:
+- Right-handed, Blender's Z-up unless a converter was asked for another axis
+  conversion. Lengths in the file's units.
+- Matrices are 4×4 float64, column vectors (``p' = M @ p``): translation in
+  ``M[:3, 3]``.
+- Quaternions are (w, x, y, z), Blender's order.
+- Bone rest transforms are armature-space (``Skeleton.rest``); animation
+  channels of bones hold parent-relative transforms (what the files store),
+  and the Blender builder turns them into pose-space values.
+- Image pixels are (height, width, 4) uint8, first row = top of the image.
+- UV origin is bottom-left (Blender's); converters flip V where the file does not.
+- Times in animations are in frames at ``Animation.fps``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+Extras = dict
+
+
+@dataclass
+class Skeleton:
+    """Bones in file order; parents precede children."""
+
+    name: str
+    bone_names: list[str]
+    parents: np.ndarray  # (N,) int32, -1 for roots
+    rest: np.ndarray  # (N, 4, 4) float64 armature-space rest (bind) matrices
+    deform: np.ndarray | None = None  # (N,) bool: False for bones nothing is skinned to
+    bone_extras: list[Extras] = field(default_factory=list)  # per bone, same order
+    extras: Extras = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.bone_names)
+
+    def local_rest(self) -> np.ndarray:
+        """Parent-relative rest matrices (N, 4, 4)."""
+        local = self.rest.copy()
+        has_parent = self.parents >= 0
+        parent_inv = np.linalg.inv(self.rest[self.parents[has_parent]])
+        local[has_parent] = parent_inv @ self.rest[has_parent]
+        return local
+
+
+@dataclass
+class Layer:
+    """One named per-vertex ('POINT') or per-corner ('CORNER') attribute."""
+
+    name: str
+    data: np.ndarray  # (V, k) or (3·F, k)
+    domain: str = "POINT"
+
+
+@dataclass
+class ShapeKey:
+    name: str
+    positions: np.ndarray  # (V, 3) float32, absolute
+    extras: Extras = field(default_factory=dict)
+
+
+@dataclass
+class Mesh:
+    """A triangle mesh. Corners are the triangles' vertex references in order."""
+
+    name: str
+    positions: np.ndarray  # (V, 3) float32
+    triangles: np.ndarray  # (F, 3) int32, counter-clockwise seen from the front
+    normals: Layer | None = None  # unit vectors, POINT or CORNER domain
+    uv_layers: list[Layer] = field(default_factory=list)  # (·, 2) float32, V up
+    color_layers: list[Layer] = field(default_factory=list)  # (·, 4) float32 in 0..1
+    tangents: Layer | None = None  # (·, 4) float32: xyz + bitangent sign
+    material_indices: np.ndarray | None = None  # (F,) int32 into ``materials``
+    materials: list[int] = field(default_factory=list)  # indices into Scene.materials
+    skeleton: int | None = None  # index into Scene.skeletons
+    skin_joints: np.ndarray | None = None  # (V, K) int32 bone indices
+    skin_weights: np.ndarray | None = None  # (V, K) float32, rows sum to 1 (0 = unused)
+    shape_keys: list[ShapeKey] = field(default_factory=list)
+    collection: str = ""  # e.g. "LOD1": the Blender collection the object goes into
+    hidden: bool = False
+    matrix: np.ndarray | None = None  # (4, 4) object matrix, identity when None
+    extras: Extras = field(default_factory=dict)
+
+
+@dataclass
+class Image:
+    name: str
+    pixels: np.ndarray | None  # (H, W, 4) uint8, top row first; None when not decodable
+    width: int = 0
+    height: int = 0
+    source_bytes: bytes | None = None  # the encoded texel data as stored in the file
+    source_format: str = ""  # e.g. "DXT5", "RGBA8888", "CMPR"
+    extras: Extras = field(default_factory=dict)
+
+
+@dataclass
+class TextureSlot:
+    image: int  # index into Scene.images
+    role: str = "base_color"  # base_color, normal, emission, ...
+    uv_layer: str = ""
+    wrap_s: str = "REPEAT"  # REPEAT, CLAMP, MIRROR
+    wrap_t: str = "REPEAT"
+    translate: tuple[float, float] = (0.0, 0.0)
+    rotate: float = 0.0  # radians
+    scale: tuple[float, float] = (1.0, 1.0)
+    extras: Extras = field(default_factory=dict)
+
+
+@dataclass
+class Material:
+    name: str
+    base_color: tuple[float, float, float, float] = (0.8, 0.8, 0.8, 1.0)
+    textures: list[TextureSlot] = field(default_factory=list)
+    alpha_mode: str = "OPAQUE"  # OPAQUE, CLIP, BLEND
+    backface_culling: bool = False
+    extras: Extras = field(default_factory=dict)
+
+
+@dataclass
+class Channel:
+    """Keys of one animated property of one target.
+
+    ``target_kind`` is 'bone' (``target`` = bone name, values parent-relative),
+    'material', 'object' or 'shape_key'; ``path`` names the property, e.g.
+    'location', 'rotation_quaternion', 'rotation_euler', 'scale', or a
+    family-specific path such as 'texture.0.translate'. ``values`` has one
+    column per component. Bézier handles are absolute (frame, value) pairs.
+    """
+
+    target_kind: str
+    target: str
+    path: str
+    times: np.ndarray  # (K,) float64 frames
+    values: np.ndarray  # (K, C) float64
+    interpolation: str = "LINEAR"  # LINEAR, BEZIER, CONSTANT
+    handles_left: np.ndarray | None = None  # (K, C, 2)
+    handles_right: np.ndarray | None = None  # (K, C, 2)
+    extras: Extras = field(default_factory=dict)
+
+
+@dataclass
+class Animation:
+    name: str
+    channels: list[Channel] = field(default_factory=list)
+    fps: float = 30.0
+    frame_start: float = 0.0
+    frame_end: float = 0.0
+    loop: bool = False
+    skeleton: int | None = None  # the skeleton bone channels address
+    extras: Extras = field(default_factory=dict)
+
+
+@dataclass
+class Scene:
+    name: str = ""
+    skeletons: list[Skeleton] = field(default_factory=list)
+    meshes: list[Mesh] = field(default_factory=list)
+    materials: list[Material] = field(default_factory=list)
+    images: list[Image] = field(default_factory=list)
+    animations: list[Animation] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # for the import report
+    extras: Extras = field(default_factory=dict)
+
+
+# -- small numeric helpers shared by the converters ---------------------------
+
+
+def quat_to_matrix(q: np.ndarray) -> np.ndarray:
+    """(…, 4) quaternions (w, x, y, z) to (…, 3, 3) rotation matrices (normalised first)."""
+    q = np.asarray(q, dtype=np.float64)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    m = np.empty(q.shape[:-1] + (3, 3))
+    m[..., 0, 0] = 1 - 2 * (y * y + z * z)
+    m[..., 0, 1] = 2 * (x * y - z * w)
+    m[..., 0, 2] = 2 * (x * z + y * w)
+    m[..., 1, 0] = 2 * (x * y + z * w)
+    m[..., 1, 1] = 1 - 2 * (x * x + z * z)
+    m[..., 1, 2] = 2 * (y * z - x * w)
+    m[..., 2, 0] = 2 * (x * z - y * w)
+    m[..., 2, 1] = 2 * (y * z + x * w)
+    m[..., 2, 2] = 1 - 2 * (x * x + y * y)
+    return m
+
+
+def matrix_to_quat(m: np.ndarray) -> np.ndarray:
+    """(…, 3, 3) rotation matrices to (…, 4) unit quaternions (w, x, y, z), w ≥ 0."""
+    m = np.asarray(m, dtype=np.float64)[..., :3, :3]
+    t = np.stack(
+        [
+            1 + m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2],
+            1 + m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2],
+            1 - m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2],
+            1 - m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2],
+        ],
+        axis=-1,
+    )
+    # Build from the largest diagonal term for numerical stability.
+    k = np.argmax(t, axis=-1)
+    s = np.sqrt(np.maximum(np.take_along_axis(t, k[..., None], -1)[..., 0], 1e-300)) * 2
+    q = np.empty(m.shape[:-2] + (4,))
+    c0, c1, c2, c3 = k == 0, k == 1, k == 2, k == 3
+    q[c0] = np.stack(
+        [s[c0] / 4, (m[c0, 2, 1] - m[c0, 1, 2]) / s[c0], (m[c0, 0, 2] - m[c0, 2, 0]) / s[c0], (m[c0, 1, 0] - m[c0, 0, 1]) / s[c0]], -1
+    )
+    q[c1] = np.stack(
+        [(m[c1, 2, 1] - m[c1, 1, 2]) / s[c1], s[c1] / 4, (m[c1, 0, 1] + m[c1, 1, 0]) / s[c1], (m[c1, 0, 2] + m[c1, 2, 0]) / s[c1]], -1
+    )
+    q[c2] = np.stack(
+        [(m[c2, 0, 2] - m[c2, 2, 0]) / s[c2], (m[c2, 0, 1] + m[c2, 1, 0]) / s[c2], s[c2] / 4, (m[c2, 1, 2] + m[c2, 2, 1]) / s[c2]], -1
+    )
+    q[c3] = np.stack(
+        [(m[c3, 1, 0] - m[c3, 0, 1]) / s[c3], (m[c3, 0, 2] + m[c3, 2, 0]) / s[c3], (m[c3, 1, 2] + m[c3, 2, 1]) / s[c3], s[c3] / 4], -1
+    )
+    q *= np.where(q[..., :1] < 0, -1.0, 1.0)
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def quat_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product of (…, 4) quaternions (w, x, y, z)."""
+    aw, ax, ay, az = np.moveaxis(np.asarray(a, dtype=np.float64), -1, 0)
+    bw, bx, by, bz = np.moveaxis(np.asarray(b, dtype=np.float64), -1, 0)
+    return np.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        axis=-1,
+    )
+
+
+def compose(translation: np.ndarray, quaternion: np.ndarray, scale: np.ndarray | None = None) -> np.ndarray:
+    """(…, 4, 4) matrices from translations (…, 3), quaternions (…, 4) and optional scales (…, 3)."""
+    translation = np.asarray(translation, dtype=np.float64)
+    m = np.zeros(translation.shape[:-1] + (4, 4))
+    rot = quat_to_matrix(quaternion)
+    if scale is not None:
+        rot = rot * np.asarray(scale, dtype=np.float64)[..., None, :]
+    m[..., :3, :3] = rot
+    m[..., :3, 3] = translation
+    m[..., 3, 3] = 1.0
+    return m
+
+
+def axis_matrix(forward: str = "-Z", up: str = "Y") -> np.ndarray:
+    """The 4×4 rotation taking a file's axes to Blender's (forward = Y, up = Z).
+
+    Same matrix as ``bpy_extras.io_utils.axis_conversion(from_forward=forward,
+    from_up=up)``. Only signed axis permutations result, so applying it to
+    float32 data and then its transpose gives the same bits back.
+    """
+    vectors = {"X": (1, 0, 0), "Y": (0, 1, 0), "Z": (0, 0, 1)}
+
+    def vec(name: str) -> np.ndarray:
+        sign = -1.0 if name.startswith("-") else 1.0
+        return sign * np.array(vectors[name.lstrip("-")], dtype=np.float64)
+
+    f, u = vec(forward), vec(up)
+    if abs(f @ u) > 0.5:
+        raise ValueError(f"forward {forward} and up {up} must be different axes")
+    # Rows: where each Blender axis comes from. Blender forward is Y, up is Z.
+    src = np.stack([np.cross(f, u), f, u])
+    m = np.eye(4)
+    m[:3, :3] = src
+    return m

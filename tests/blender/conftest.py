@@ -1,0 +1,29 @@
+"""Fixtures for tests that run Blender (the bpy module or a real Blender)."""
+
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+
+@pytest.fixture(scope="session")
+def addon():
+    """The add-on registered once for the session (as Blender does when enabling it)."""
+    import retro_models
+
+    retro_models.register()
+    yield retro_models
+    retro_models.unregister()
+
+
+@pytest.fixture
+def empty_scene(addon):
+    """A factory-empty scene with the add-on registered."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    yield bpy.context.scene
+
+
+def data_counts() -> dict[str, int]:
+    """How many of each kind of datablock exist: to prove a failed import changed nothing."""
+    d = bpy.data
+    kinds = ("objects", "meshes", "materials", "images", "actions", "armatures", "collections")
+    return {k: len(getattr(d, k)) for k in kinds}

@@ -1,0 +1,38 @@
+import numpy as np
+
+from retro_models.formats.scene import (
+    Skeleton,
+    axis_matrix,
+    compose,
+    matrix_to_quat,
+    quat_multiply,
+    quat_to_matrix,
+)
+
+
+def test_quaternion_matrix_round_trip():
+    rng = np.random.default_rng(1)
+    q = rng.normal(size=(200, 4))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    q *= np.sign(q[:, :1])
+    assert np.allclose(matrix_to_quat(quat_to_matrix(q)), q, atol=1e-12)
+    # The product of quaternions is the product of their matrices.
+    a, b = q[:100], q[100:]
+    assert np.allclose(quat_to_matrix(quat_multiply(a, b)), quat_to_matrix(a) @ quat_to_matrix(b))
+
+
+def test_axis_matrix_matches_blender_convention():
+    m = axis_matrix("-Z", "Y")  # the OBJ importer's default
+    assert np.array_equal(m[:3, :3] @ [0, 0, -1], [0, 1, 0])  # file forward -> Blender forward (Y)
+    assert np.array_equal(m[:3, :3] @ [0, 1, 0], [0, 0, 1])  # file up -> Blender up (Z)
+    assert np.array_equal(axis_matrix("Y", "Z"), np.eye(4))
+
+
+def test_local_rest_inverts_world_chain():
+    local = compose([[0, 0, 0], [0, 1, 0], [0, 2, 0]], [[1, 0, 0, 0], [0.7071, 0.7071, 0, 0], [1, 0, 0, 0]])
+    parents = np.array([-1, 0, 1])
+    world = local.copy()
+    for i in (1, 2):
+        world[i] = world[parents[i]] @ local[i]
+    sk = Skeleton("s", ["a", "b", "c"], parents, world)
+    assert np.allclose(sk.local_rest(), local)

@@ -1,0 +1,21 @@
+"""Helpers shared by the tests (importable as ``support``)."""
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+def corpus_file(relative: str) -> Path:
+    """A real sample file, or a skip when ../shared/corpus is not next to the project."""
+    path = CORPUS / relative
+    if not path.exists():
+        pytest.skip(f"real sample {relative} not available ({CORPUS} is absent)")
+    return path
+
+
+def corpus_files(pattern: str) -> list[Path]:
+    """Real sample files matching a glob, for parametrising; empty when the corpus is absent."""
+    return sorted(CORPUS.glob(pattern)) if CORPUS.exists() else []
