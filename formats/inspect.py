@@ -15,7 +15,7 @@ from pathlib import Path
 from .binary import FormatError
 
 # Families in the order their detectors are tried.
-FAMILIES: list[str] = []
+FAMILIES: list[str] = ["toshi", "j3d", "tmrf", "tamsoft", "ttyd", "textures"]
 
 
 def summarize(data: bytes, name: str) -> str:

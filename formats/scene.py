@@ -42,6 +42,10 @@ class Skeleton:
     deform: np.ndarray | None = None  # (N,) bool: False for bones nothing is skinned to
     bone_extras: list[Extras] = field(default_factory=list)  # per bone, same order
     extras: Extras = field(default_factory=dict)
+    # Blender bones point along their local Y. Files whose bones point along
+    # another axis give a (4, 4) rotation C: Blender shows bone i with
+    # rest[i] @ C (skinning and animation are unchanged by it).
+    bone_display: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.bone_names)
@@ -148,6 +152,9 @@ class Channel:
     handles_left: np.ndarray | None = None  # (K, C, 2)
     handles_right: np.ndarray | None = None  # (K, C, 2)
     extras: Extras = field(default_factory=dict)
+    # One component of a vector property (Blender's array_index) when the file keys each
+    # component separately; ``values`` is then (K, 1). None: all components, (K, C).
+    index: int | None = None
 
 
 @dataclass
