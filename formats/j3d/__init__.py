@@ -1,0 +1,1 @@
+"""Nintendo JSystem (J3D) animations (BCK, BTK, BRK, BTP, BPK) and material sets (BMT)."""

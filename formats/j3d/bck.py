@@ -1,0 +1,157 @@
+"""BCK: joint animation (``J3D1bck1`` with one ANK1 section, optionally a sound-effect block).
+
+ANK1 holds one entry per joint of the model (matched by index, there are no
+names): tracks for X, Y and Z, each with scale, rotation and translation.
+Scale and translation keys live in f32 banks, rotation keys in an s16 bank
+whose unit is ``2^frac × 180 / 32768`` degrees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..binary import Reader, Writer
+from .container import (
+    ANIMATION_MAGIC,
+    FILE_HEADER_SIZE,
+    NO_OFFSET,
+    TRACK_DTYPE,
+    Framing,
+    SectionBuilder,
+    block_reader,
+    check_tracks,
+    read_container,
+    read_gaps,
+    write_container,
+)
+
+KIND = b"bck1"
+ANK1_HEADER_SIZE = 0x24
+ANK1_ALIGN = 32  # every ANK1 block starts on a 32-byte boundary
+SOUND_OFFSET_IN_TAG = 12  # the tag word at file offset 0x1C
+SOUND_DTYPE = np.dtype(
+    [
+        ("id", ">u4"),
+        ("start_frame", ">f4"),
+        ("end_frame", ">f4"),
+        ("pitch", ">f4"),
+        ("flags", ">u4"),
+        ("volume", "u1"),
+        ("fine", "u1"),
+        ("loops", "u1"),
+        ("pan", "u1"),
+        ("unknown", "u1"),
+        ("padding", "V7"),
+    ]
+)
+COMPONENTS = ("scale", "rotation", "translation")  # order of the tracks inside one axis
+
+
+@dataclass
+class BCK:
+    loop_mode: int
+    rotation_frac: int  # rotation unit: 2^frac × 180 / 32768 degrees
+    length: int  # frames
+    tracks: np.ndarray  # (joints, 3 axes X/Y/Z, 3 components scale/rotation/translation) TRACK_DTYPE
+    scale_bank: np.ndarray  # float32
+    rotation_bank: np.ndarray  # int16
+    translation_bank: np.ndarray  # float32
+    sounds: np.ndarray | None = None  # SOUND_DTYPE records, or None when the file has no sound block
+    sound_padding: bytes = b"\0" * 6  # after the sound count
+    sound_gap: bytes = b""  # bytes between the section and the sound block
+    gaps: list[bytes] | None = None  # non-standard bytes between ANK1 blocks, see container.read_gaps
+    framing: Framing = field(default_factory=Framing)
+
+    @property
+    def joint_count(self) -> int:
+        return len(self.tracks)
+
+    def banks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Banks in component order (scale, rotation, translation)."""
+        return self.scale_bank, self.rotation_bank, self.translation_bank
+
+
+def read(data: bytes, filename: str = "<bytes>") -> BCK:
+    container = read_container(data, filename, ANIMATION_MAGIC, (KIND,))
+    section = container.section(b"ANK1", filename)
+    base = section.offset
+    r = Reader(data, ">", filename, base, base + len(section.data))
+    r.seek(base + 8)
+    loop_mode, frac, length, joints = r.unpack("BBhH", "ANK1 header")
+    counts = r.unpack("HHH", "ANK1 bank counts")
+    offsets = r.unpack("IIII", "ANK1 block offsets")
+    sizes = (joints * 9 * TRACK_DTYPE.itemsize, counts[0] * 4, counts[1] * 2, counts[2] * 4)
+    blocks = list(zip(offsets, sizes, strict=True))
+    what = ("ANK1 track table", "ANK1 scale bank", "ANK1 rotation bank", "ANK1 translation bank")
+    readers = [block_reader(r, base, o, s, w) for (o, s), w in zip(blocks, what, strict=True)]
+    tracks = readers[0].array(TRACK_DTYPE, joints * 9, what[0]).reshape(joints, 3, 3)
+    banks = (
+        readers[1].array(">f4", counts[0], what[1]),
+        readers[2].array(">i2", counts[1], what[2]),
+        readers[3].array(">f4", counts[2], what[3]),
+    )
+    for component, bank in enumerate(banks):
+        check_tracks(
+            r, tracks[:, :, component], len(bank), f"ANK1 {COMPONENTS[component]}", base + offsets[0]
+        )
+    bck = BCK(
+        loop_mode,
+        frac,
+        length,
+        tracks,
+        *banks,
+        gaps=read_gaps(section.data, ANK1_HEADER_SIZE, blocks, [ANK1_ALIGN] * 4),
+        framing=container.framing,
+    )
+    _read_sounds(bck, data, filename, base + len(section.data))
+    return bck
+
+
+def _read_sounds(bck: BCK, data: bytes, filename: str, sections_end: int) -> None:
+    """Parse the sound block the tag points to; it lies after the section, inside the trailer."""
+    tag = bck.framing.tag
+    offset = int.from_bytes(tag[SOUND_OFFSET_IN_TAG : SOUND_OFFSET_IN_TAG + 4], "big")
+    if offset == NO_OFFSET:
+        return
+    r = Reader(data, ">", filename)
+    if offset < sections_end:
+        raise r.error(f"sound block expected after the ANK1 section (ending at {sections_end})", offset)
+    r.seek(offset, "sound block")
+    count = r.u16("sound count")
+    bck.sound_padding = r.bytes(6, "sound block padding")
+    bck.sounds = r.array(SOUND_DTYPE, count, "sound entries")
+    bck.sound_gap = data[sections_end:offset]
+    bck.framing = replace(bck.framing, trailer=data[r.pos :])
+
+
+def write(bck: BCK) -> bytes:
+    tracks = np.ascontiguousarray(bck.tracks, TRACK_DTYPE)
+    joints = len(tracks)
+    builder = SectionBuilder(b"ANK1", ANK1_HEADER_SIZE, bck.gaps)
+    offsets = (
+        builder.block(tracks.tobytes(), ANK1_ALIGN),
+        builder.block(np.asarray(bck.scale_bank, ">f4").tobytes(), ANK1_ALIGN),
+        builder.block(np.asarray(bck.rotation_bank, ">i2").tobytes(), ANK1_ALIGN),
+        builder.block(np.asarray(bck.translation_bank, ">f4").tobytes(), ANK1_ALIGN),
+    )
+    header = Writer(">")
+    header.pack("BBhH", bck.loop_mode, bck.rotation_frac, bck.length, joints)
+    header.pack("HHH", len(bck.scale_bank), len(bck.rotation_bank), len(bck.translation_bank))
+    header.pack("IIII", *offsets)
+    section = builder.finish(header.getvalue())
+
+    sound_block = b""
+    sound_offset = NO_OFFSET
+    if bck.sounds is not None:
+        sound_offset = FILE_HEADER_SIZE + len(section) + len(bck.sound_gap)
+        w = Writer(">")
+        w.u16(len(bck.sounds))
+        w.bytes(bck.sound_padding)
+        w.bytes(np.ascontiguousarray(bck.sounds, SOUND_DTYPE).tobytes())
+        sound_block = bck.sound_gap + w.getvalue()
+    tag = bytearray(bck.framing.tag)
+    tag[SOUND_OFFSET_IN_TAG : SOUND_OFFSET_IN_TAG + 4] = sound_offset.to_bytes(4, "big")
+    framing = replace(bck.framing, tag=bytes(tag))
+    return write_container(ANIMATION_MAGIC, KIND, [section], framing, sound_block)

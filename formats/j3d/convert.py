@@ -1,0 +1,786 @@
+"""J3D animations ⇄ the neutral Scene (one Animation per file, fps 30).
+
+Channels are per component (``Channel.index``), since each J3D track has its
+own keys. Keyframed channels are BEZIER with handles a third of the segment
+away, which reproduces the game's Hermite curve exactly; the first key's left
+and last key's right handle carry the tangents the game never uses (kept for
+an exact rewrite). Channel extras: ``first`` (bank index in the original
+file), ``tangent_mode`` (0 one tangent, 1 in and out), ``empty`` (a track
+with no keys: it holds the default, scale 1, rotation 0, translation 0,
+colour 0, and is shown as one key of that value).
+
+- BCK → bone channels ``scale``, ``rotation_euler`` (radians, XYZ) and
+  ``location`` on the joints named by ``joint_names`` (the model's joint
+  order), parent-relative in the file's Y-up joint space: the axis conversion
+  belongs to the armature object.
+- BTK → material channels ``texture.<slot>.scale`` (index 0 U, 1 V),
+  ``texture.<slot>.rotate`` (radians, W), ``texture.<slot>.translate`` (0 U,
+  1 V), plus the components the game ignores: ``scale_w``, ``rotate_u``,
+  ``rotate_v``, ``translate_w``. Extras ``center`` (U, V, W).
+- BRK → ``color.register<slot>`` / ``color.konst<slot>`` (index 0..3 = RGBA,
+  value / 255; register colours may leave 0..1).
+- BPK → ``color.material`` (index 0..3, value / 255).
+- BTP → ``texture.<slot>.image_index`` (CONSTANT, one key per frame).
+
+Animation extras keep the loop mode, the rotation exponent, the banks and
+the file framing, so that ``from_scene(to_scene(x))`` writes the original
+bytes while the keys still match them (within 1e-5); edited animations get
+freshly built banks (shared runs, smallest exponent, identity remaps).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..scene import Animation, Channel, Scene
+from .bck import BCK, SOUND_DTYPE
+from .bpk import BPK
+from .brk import BRK, ColorGroup, color_entries
+from .btk import BTK
+from .btp import BTP, pattern_entries
+from .container import (
+    TANGENT_SHARED,
+    TANGENT_SPLIT,
+    TRACK_DTYPE,
+    BankBuilder,
+    Framing,
+    Keys,
+    key_entries,
+    track_keys,
+    track_widths,
+)
+
+FPS = 30.0
+LOOP_ONCE, LOOP_ONCE_RESET, LOOP_REPEAT, LOOP_MIRROR_ONCE, LOOP_MIRROR = range(5)
+SRT_PATHS = ("scale", "rotation_euler", "location")
+SRT_DEFAULTS = (1.0, 0.0, 0.0)
+# BTK (axis, component) → (path suffix, index)
+TEXTURE_PATHS = {
+    (0, 0): ("scale", 0),
+    (1, 0): ("scale", 1),
+    (2, 0): ("scale_w", None),
+    (0, 1): ("rotate_u", None),
+    (1, 1): ("rotate_v", None),
+    (2, 1): ("rotate", None),
+    (0, 2): ("translate", 0),
+    (1, 2): ("translate", 1),
+    (2, 2): ("translate_w", None),
+}
+TEXTURE_PATH = re.compile(r"texture\.(\d+)\.(scale|scale_w|rotate|rotate_u|rotate_v|translate|translate_w)$")
+DEFAULT_CENTER = (0.5, 0.5, 0.0)
+COLOR_SCALE = 1.0 / 255.0
+FLOAT_TOLERANCE = 1e-4  # shared tangents that came back as two
+MATCH_TOLERANCE = 1e-5  # scene values still showing the original keys (float32 and edit noise)
+
+
+def rotation_radians(frac: int) -> float:
+    """Radians per raw rotation step."""
+    return 2.0**frac * np.pi / 32768.0
+
+
+# -- tracks ⇄ channels ---------------------------------------------------------------
+
+
+def track_channel(
+    kind: str, target: str, path: str, index: int | None, track, bank, scale: float, default: float
+) -> Channel:
+    """One channel from one track; values and tangents multiplied by ``scale``."""
+    count = int(track["count"])
+    extras = {"first": int(track["first"]), "tangent_mode": int(track["mode"])}
+    if count == 0:
+        extras["empty"] = True
+        keys = Keys(np.zeros(1), np.array([default]), np.zeros(1), np.zeros(1))
+    else:
+        keys = track_keys(track, bank)
+        keys = Keys(keys.times, keys.values * scale, keys.in_tangents * scale, keys.out_tangents * scale)
+    left, right = bezier_handles(keys)
+    return Channel(
+        kind,
+        target,
+        path,
+        keys.times.copy(),
+        keys.values[:, None].copy(),
+        "BEZIER",
+        left[:, None, :],
+        right[:, None, :],
+        extras,
+        index=index,
+    )
+
+
+def bezier_handles(keys: Keys) -> tuple[np.ndarray, np.ndarray]:
+    """(K, 2) left and right handles: a third of the segment away along the tangents.
+
+    With these handles each Bézier segment is exactly the Hermite segment. The first key's left and
+    the last key's right handle use the neighbouring segment's length.
+    """
+    times, values = keys.times, keys.values
+    if len(times) > 1:
+        segment = np.diff(times)
+        third = np.where(segment > 0, segment, 1.0) / 3.0
+        left_third = np.concatenate([third[:1], third])
+        right_third = np.concatenate([third, third[-1:]])
+    else:
+        left_third = right_third = np.full(len(times), 1.0 / 3.0)
+    left = np.stack([times - left_third, values - keys.in_tangents * left_third], axis=-1)
+    right = np.stack([times + right_third, values + keys.out_tangents * right_third], axis=-1)
+    return left, right
+
+
+def channel_keys(channel: Channel, scale: float) -> Keys:
+    """Keys of a channel in file units (values and tangents divided by ``scale``)."""
+    times = np.asarray(channel.times, dtype=np.float64)
+    values = np.asarray(channel.values, dtype=np.float64).reshape(len(times), -1)[:, 0]
+    if (
+        channel.interpolation == "BEZIER"
+        and channel.handles_left is not None
+        and channel.handles_right is not None
+    ):
+        left = np.asarray(channel.handles_left, dtype=np.float64).reshape(len(times), -1, 2)[:, 0]
+        right = np.asarray(channel.handles_right, dtype=np.float64).reshape(len(times), -1, 2)[:, 0]
+        in_tangents = (values - left[:, 1]) / np.where(times - left[:, 0] != 0, times - left[:, 0], 1.0)
+        out_tangents = (right[:, 1] - values) / np.where(right[:, 0] - times != 0, right[:, 0] - times, 1.0)
+    elif channel.interpolation == "LINEAR" and len(times) > 1:
+        slopes = np.diff(values) / np.where(np.diff(times) != 0, np.diff(times), 1.0)
+        in_tangents = np.concatenate([slopes[:1], slopes])
+        out_tangents = np.concatenate([slopes, slopes[-1:]])
+    else:  # CONSTANT steps cannot be expressed as Hermite keys: flat tangents
+        in_tangents = out_tangents = np.zeros(len(times))
+    return Keys(times, values / scale, in_tangents / scale, out_tangents / scale)
+
+
+@dataclass
+class TrackSource:
+    """What one track of a file is built from: a channel (or None for a missing one)."""
+
+    channel: Channel | None
+    scale: float  # channel units per file unit
+    default: float  # the value of a track without keys, in file units
+
+
+def _track_entries(source: TrackSource, integer: bool, unit: float) -> tuple[int, int, np.ndarray | None]:
+    """(count, tangent mode, bank entries in file units but rotations still in radians) of one track."""
+    channel = source.channel
+    if channel is None:
+        return 0, TANGENT_SHARED, None
+    extras = channel.extras
+    keys = channel_keys(channel, source.scale)
+    count = len(keys.times)
+    if count == 0 or (
+        extras.get("empty") and count == 1 and abs(keys.values[0] - source.default) <= MATCH_TOLERANCE
+    ):
+        return 0, int(extras.get("tangent_mode", TANGENT_SHARED)), None
+    mode = int(extras.get("tangent_mode", TANGENT_SHARED))
+    if count > 1 and mode == TANGENT_SHARED:
+        # A shared tangent read from a file comes back from the scene as two nearly equal ones.
+        tolerance = FLOAT_TOLERANCE if "tangent_mode" in extras else 0.0
+        in_tangents, out_tangents = keys.in_tangents, keys.out_tangents
+        if integer:
+            same = np.array_equal(np.rint(in_tangents / unit), np.rint(out_tangents / unit))
+        else:
+            same = np.allclose(
+                in_tangents.astype(np.float32),
+                out_tangents.astype(np.float32),
+                rtol=tolerance,
+                atol=tolerance,
+            )
+        if not same:
+            mode = TANGENT_SPLIT
+    return count, mode, key_entries(keys, mode)
+
+
+def build_tracks(
+    sources: list[TrackSource], dtype: str, default: float, original: list | None, unit: float = 1.0
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Track table entries (N,) and the bank for ``sources`` (values divided by ``unit``).
+
+    Reuses ``original`` (the source file's bank) when every channel still shows the curve it
+    was made from; otherwise builds a fresh bank that shares identical runs. Returns
+    (tracks, bank, reused).
+    """
+    if original is not None:
+        bank = np.asarray(original).astype(dtype)
+        tracks = _reuse(sources, bank, unit)
+        if tracks is not None:
+            return tracks, bank, True
+    integer = np.dtype(dtype).kind == "i"
+    tracks = np.zeros(len(sources), TRACK_DTYPE)
+    builder = BankBuilder(dtype, default)
+    for i, source in enumerate(sources):
+        count, mode, entries = _track_entries(source, integer, unit)
+        tracks[i]["count"], tracks[i]["mode"] = count, mode
+        if entries is None:
+            continue
+        if count > 1:
+            entries = entries.reshape(count, -1)
+            entries[:, 1:] /= unit
+        else:
+            entries = entries / unit
+        if integer:
+            entries = np.rint(entries)
+            if entries.min() < -32768 or entries.max() > 32767:
+                raise ValueError(
+                    f"a key of {source.channel.target} {source.channel.path} does not fit in 16 bits"
+                )
+        tracks[i]["first"] = builder.add(entries.reshape(-1))
+    return tracks, builder.array(), False
+
+
+def _reuse(sources: list[TrackSource], bank: np.ndarray, unit: float) -> np.ndarray | None:
+    """The original track table when every channel still matches its keys in ``bank``, else None."""
+    tracks = np.zeros(len(sources), TRACK_DTYPE)
+    for i, source in enumerate(sources):
+        channel = source.channel
+        if channel is None or "first" not in channel.extras:
+            return None
+        count = 0 if channel.extras.get("empty") else len(channel.times)
+        track = tracks[i : i + 1]
+        track["count"], track["first"] = count, channel.extras["first"]
+        track["mode"] = channel.extras.get("tangent_mode", TANGENT_SHARED)
+        if int(track["first"][0]) + int(track_widths(track)[0]) > len(bank):
+            return None
+        if count:
+            keys = track_keys(track[0], bank)
+        else:
+            keys = Keys(np.zeros(1), np.array([source.default]), np.zeros(1), np.zeros(1))
+        if not _same_curve(channel, keys, source.scale * unit):
+            return None
+    return tracks
+
+
+def _same_curve(channel: Channel, keys: Keys, scale: float) -> bool:
+    """Whether ``channel`` shows ``keys`` (file units × ``scale``), allowing float32-level noise."""
+    if len(channel.times) != len(keys.times):
+        return False
+    keys = Keys(keys.times, keys.values * scale, keys.in_tangents * scale, keys.out_tangents * scale)
+    expected = [keys.times, keys.values]
+    found = [np.asarray(channel.times, np.float64), np.asarray(channel.values, np.float64).reshape(-1)]
+    if channel.handles_left is not None and channel.handles_right is not None and len(keys.times) > 1:
+        left, right = bezier_handles(keys)
+        expected += [left.reshape(-1), right.reshape(-1)]
+        found += [
+            np.asarray(channel.handles_left, np.float64).reshape(-1),
+            np.asarray(channel.handles_right, np.float64).reshape(-1),
+        ]
+    return all(
+        a.shape == b.shape and np.allclose(a, b, rtol=MATCH_TOLERANCE, atol=MATCH_TOLERANCE)
+        for a, b in zip(found, expected, strict=True)
+    )
+
+
+def smallest_frac(sources: list[TrackSource], hint: int | None) -> int:
+    """The rotation exponent: ``hint`` when everything fits with it, else the smallest that fits."""
+    largest = 0.0
+    for source in sources:
+        if source.channel is not None:
+            keys = channel_keys(source.channel, source.scale)
+            for array in (keys.values, keys.in_tangents, keys.out_tangents):
+                if len(array):
+                    largest = max(largest, float(np.abs(array).max()))
+
+    def fits(frac: int) -> bool:
+        return np.rint(largest / rotation_radians(frac)) <= 32767
+
+    if hint is not None and 0 <= hint <= 255 and fits(hint):
+        return hint
+    for frac in range(32):
+        if fits(frac):
+            return frac
+    raise ValueError(f"a rotation of {largest} radians is too large for a J3D file")
+
+
+# -- framing ⇄ extras ---------------------------------------------------------------
+
+
+def _framing_extras(framing: Framing, gaps: list[bytes] | None) -> dict:
+    extras = {
+        "tag": framing.tag.hex(),
+        "trailer": framing.trailer.hex(),
+        "section_count_delta": framing.section_count_delta,
+        "file_size_delta": framing.file_size_delta,
+        "size_overrun": framing.size_overrun,
+    }
+    if gaps is not None:
+        extras["gaps"] = [gap.hex() for gap in gaps]
+    return extras
+
+
+def _framing(extras: dict, exact: bool) -> tuple[Framing, list[bytes] | None]:
+    """The file framing from extras; gaps and trailer only when the banks were reused as they were."""
+    framing = Framing()
+    if "tag" in extras:
+        framing.tag = bytes.fromhex(extras["tag"])
+    if not exact:
+        return framing, None
+    framing.trailer = bytes.fromhex(extras.get("trailer", ""))
+    framing.section_count_delta = int(extras.get("section_count_delta", 0))
+    framing.file_size_delta = int(extras.get("file_size_delta", 0))
+    framing.size_overrun = int(extras.get("size_overrun", 0))
+    gaps = extras.get("gaps")
+    return framing, None if gaps is None else [bytes.fromhex(gap) for gap in gaps]
+
+
+def _remap_extras(remap: np.ndarray | None) -> list[int] | None:
+    if remap is None or np.array_equal(remap, np.arange(len(remap))):
+        return None
+    return [int(v) for v in remap]
+
+
+def _remap(extras: dict, key: str, count: int) -> np.ndarray | None:
+    values = extras.get(key)
+    return np.asarray(values, ">u2") if values is not None and len(values) == count else None
+
+
+def _animation(
+    name: str, kind: str, loop_mode: int, length: int, channels: list[Channel], extras: dict
+) -> Animation:
+    extras = {"j3d_type": kind, "loop_mode": int(loop_mode), **extras}
+    loop = loop_mode in (LOOP_REPEAT, LOOP_MIRROR)
+    return Animation(name, channels, FPS, 0.0, float(length), loop, extras=extras)
+
+
+def _loop_and_length(animation: Animation) -> tuple[int, int]:
+    loop_mode = animation.extras.get("loop_mode")
+    if loop_mode is None:
+        loop_mode = LOOP_REPEAT if animation.loop else LOOP_ONCE
+    return int(loop_mode), int(round(animation.frame_end - animation.frame_start))
+
+
+def _bank_extras(bank: np.ndarray) -> list:
+    return [int(v) for v in bank] if bank.dtype.kind == "i" else [float(v) for v in bank]
+
+
+class ChannelIndex:
+    """Channels of one animation by (target, path, index)."""
+
+    def __init__(self, channels: list[Channel]):
+        self.by_key = {(c.target, c.path, c.index): c for c in channels}
+
+    def get(self, target: str, path: str, index: int | None) -> Channel | None:
+        return self.by_key.get((target, path, index))
+
+
+# -- BCK and BTK (scale, rotation, translation) ------------------------------------------
+
+
+def _srt_channels(tracks, banks, frac, targets, kind, paths) -> list[Channel]:
+    """Channels of a (N, 3 axes, 3 components) SRT track table; ``paths(n, axis, comp)`` → (path, index)."""
+    channels = []
+    unit = rotation_radians(frac)
+    for n, target in enumerate(targets):
+        for component in range(3):
+            for axis in range(3):
+                path, index = paths(n, axis, component)
+                scale = unit if component == 1 else 1.0
+                track = tracks[n, axis, component]
+                channels.append(
+                    track_channel(
+                        kind, target, path, index, track, banks[component], scale, SRT_DEFAULTS[component]
+                    )
+                )
+    return channels
+
+
+def _srt_tracks(lookup, count: int, extras: dict) -> tuple[np.ndarray, list[np.ndarray], int, bool]:
+    """Build the (count, 3, 3) track table and the three banks; ``lookup(n, axis, comp)`` → channel."""
+    tracks = np.zeros((count, 3, 3), TRACK_DTYPE)
+    rotation_sources = [TrackSource(lookup(n, a, 1), 1.0, 0.0) for n in range(count) for a in range(3)]
+    frac = smallest_frac(rotation_sources, extras.get("rotation_frac"))
+    banks = []
+    exact = True
+    for component, bank_key in enumerate(("scale_bank", "rotation_bank", "translation_bank")):
+        sources = [
+            TrackSource(lookup(n, a, component), 1.0, SRT_DEFAULTS[component])
+            for n in range(count)
+            for a in range(3)
+        ]
+        dtype = "int16" if component == 1 else "float32"
+        unit = rotation_radians(frac) if component == 1 else 1.0
+        table, bank, reused = build_tracks(
+            sources, dtype, SRT_DEFAULTS[component], extras.get(bank_key), unit
+        )
+        tracks[:, :, component] = table.reshape(count, 3)
+        banks.append(bank)
+        exact = exact and reused
+    return tracks, banks, frac, exact
+
+
+def bck_to_scene(bck: BCK, joint_names: list[str], name: str = "") -> Scene:
+    if len(joint_names) != bck.joint_count:
+        raise ValueError(
+            f"the animation has {bck.joint_count} joints but the armature has {len(joint_names)}: "
+            "it belongs to another model"
+        )
+    channels = _srt_channels(
+        bck.tracks,
+        bck.banks(),
+        bck.rotation_frac,
+        joint_names,
+        "bone",
+        lambda n, axis, component: (SRT_PATHS[component], axis),
+    )
+    extras = {
+        "rotation_frac": bck.rotation_frac,
+        **{
+            key: _bank_extras(bank)
+            for key, bank in zip(
+                ("scale_bank", "rotation_bank", "translation_bank"), bck.banks(), strict=True
+            )
+        },
+        **_framing_extras(bck.framing, bck.gaps),
+    }
+    if bck.sounds is not None:
+        extras["sounds"] = np.ascontiguousarray(bck.sounds, SOUND_DTYPE).tobytes().hex()
+        extras["sound_padding"] = bck.sound_padding.hex()
+        extras["sound_gap"] = bck.sound_gap.hex()
+    animation = _animation(name, "bck", bck.loop_mode, bck.length, channels, extras)
+    return Scene(name=name, animations=[animation])
+
+
+def bck_from_animation(animation: Animation, joint_names: list[str]) -> BCK:
+    index = ChannelIndex([c for c in animation.channels if c.target_kind == "bone"])
+
+    def lookup(n, axis, component):
+        return index.get(joint_names[n], SRT_PATHS[component], axis)
+
+    extras = animation.extras
+    tracks, banks, frac, exact = _srt_tracks(lookup, len(joint_names), extras)
+    loop_mode, length = _loop_and_length(animation)
+    framing, gaps = _framing(extras, exact)
+    bck = BCK(loop_mode, frac, length, tracks, *banks, gaps=gaps, framing=framing)
+    if "sounds" in extras:
+        bck.sounds = np.frombuffer(bytes.fromhex(extras["sounds"]), SOUND_DTYPE).copy()
+        bck.sound_padding = bytes.fromhex(extras.get("sound_padding", "00" * 6))
+        bck.sound_gap = bytes.fromhex(extras.get("sound_gap", "")) if exact else b""
+    return bck
+
+
+def btk_to_scene(btk: BTK, name: str = "") -> Scene:
+    def paths(n, axis, component):
+        suffix, index = TEXTURE_PATHS[(axis, component)]
+        return f"texture.{int(btk.texture_indices[n])}.{suffix}", index
+
+    channels = _srt_channels(
+        btk.tracks, btk.banks(), btk.rotation_frac, btk.material_names, "material", paths
+    )
+    for i, channel in enumerate(channels):
+        channel.extras["center"] = [float(v) for v in btk.centers[i // 9]]
+    extras = {
+        "rotation_frac": btk.rotation_frac,
+        "calculation": btk.calculation,
+        "post_fields": btk.post_fields.hex(),
+        **{
+            key: _bank_extras(bank)
+            for key, bank in zip(
+                ("scale_bank", "rotation_bank", "translation_bank"), btk.banks(), strict=True
+            )
+        },
+        **_framing_extras(btk.framing, btk.gaps),
+    }
+    remap = _remap_extras(btk.remap)
+    if remap is not None:
+        extras["remap"] = remap
+    return Scene(name=name, animations=[_animation(name, "btk", btk.loop_mode, btk.length, channels, extras)])
+
+
+def btk_from_animation(animation: Animation) -> BTK:
+    matrices: dict[tuple[str, int], list[Channel]] = {}
+    for channel in animation.channels:
+        match = TEXTURE_PATH.match(channel.path) if channel.target_kind == "material" else None
+        if match:
+            matrices.setdefault((channel.target, int(match.group(1))), []).append(channel)
+    keys = list(matrices)
+    index = ChannelIndex(animation.channels)
+
+    def lookup(n, axis, component):
+        target, slot = keys[n]
+        suffix, component_index = TEXTURE_PATHS[(axis, component)]
+        return index.get(target, f"texture.{slot}.{suffix}", component_index)
+
+    extras = animation.extras
+    tracks, banks, frac, exact = _srt_tracks(lookup, len(keys), extras)
+    centers = np.array([matrices[key][0].extras.get("center", DEFAULT_CENTER) for key in keys], np.float32)
+    loop_mode, length = _loop_and_length(animation)
+    framing, gaps = _framing(extras, exact)
+    return BTK(
+        loop_mode,
+        frac,
+        length,
+        tracks,
+        [target for target, _ in keys],
+        np.array([slot for _, slot in keys], np.uint8),
+        centers.reshape(len(keys), 3),
+        *banks,
+        remap=_remap(extras, "remap", len(keys)),
+        post_fields=bytes.fromhex(extras.get("post_fields", "00" * 40)),
+        calculation=int(extras.get("calculation", 0)),
+        gaps=gaps,
+        framing=framing,
+    )
+
+
+# -- BRK and BPK (colours) ------------------------------------------------------------------
+
+
+def _color_channels(tracks, banks, targets, paths) -> list[Channel]:
+    channels = []
+    for n, target in enumerate(targets):
+        for c in range(4):
+            channels.append(
+                track_channel("material", target, paths[n], c, tracks[n, c], banks[c], COLOR_SCALE, 0.0)
+            )
+    return channels
+
+
+def _color_tracks(
+    groups: list[list[Channel]], extras: dict, bank_keys: list[str]
+) -> tuple[np.ndarray, list, bool]:
+    """Tracks (N, 4) and four banks for entries given as lists of four channels (RGBA)."""
+    tracks = np.zeros((len(groups), 4), TRACK_DTYPE)
+    banks = []
+    exact = True
+    for c in range(4):
+        sources = [TrackSource(group[c], COLOR_SCALE, 0.0) for group in groups]
+        table, bank, reused = build_tracks(sources, "int16", 0.0, extras.get(bank_keys[c]))
+        tracks[:, c] = table
+        banks.append(bank)
+        exact = exact and reused
+    return tracks, banks, exact
+
+
+COLOR_PATH = re.compile(r"color\.(register|konst)(\d+)$")
+
+
+def brk_to_scene(brk: BRK, name: str = "") -> Scene:
+    channels = []
+    extras: dict = {"unused_frac": brk.unused_frac}
+    for label, group in (("register", brk.register), ("konst", brk.konst)):
+        paths = [f"color.{label}{int(slot)}" for slot in group.entries["slot"]]
+        channels += _color_channels(group.entries["tracks"], group.banks, group.material_names, paths)
+        for c, bank in enumerate(group.banks):
+            extras[f"{label}_bank_{'rgba'[c]}"] = _bank_extras(bank)
+        remap = _remap_extras(group.remap)
+        if remap is not None:
+            extras[f"{label}_remap"] = remap
+    extras.update(_framing_extras(brk.framing, brk.gaps))
+    return Scene(name=name, animations=[_animation(name, "brk", brk.loop_mode, brk.length, channels, extras)])
+
+
+def brk_from_animation(animation: Animation) -> BRK:
+    entries: dict[str, dict[tuple[str, int], list]] = {"register": {}, "konst": {}}
+    for channel in animation.channels:
+        match = COLOR_PATH.match(channel.path) if channel.target_kind == "material" else None
+        if match and channel.index in range(4):
+            slots = entries[match.group(1)].setdefault((channel.target, int(match.group(2))), [None] * 4)
+            slots[channel.index] = channel
+    extras = animation.extras
+    groups = []
+    exact = True
+    for label in ("register", "konst"):
+        keys = list(entries[label])
+        tracks, banks, reused = _color_tracks(
+            list(entries[label].values()), extras, [f"{label}_bank_{c}" for c in "rgba"]
+        )
+        exact = exact and reused
+        slots = np.array([slot for _, slot in keys], np.uint8)
+        group = ColorGroup(
+            color_entries(slots, tracks),
+            [target for target, _ in keys],
+            banks,
+            _remap(extras, f"{label}_remap", len(keys)),
+        )
+        groups.append(group)
+    loop_mode, length = _loop_and_length(animation)
+    framing, gaps = _framing(extras, exact)
+    return BRK(
+        loop_mode,
+        length,
+        *groups,
+        unused_frac=int(extras.get("unused_frac", 0xFF)),
+        gaps=gaps,
+        framing=framing,
+    )
+
+
+def bpk_to_scene(bpk: BPK, name: str = "") -> Scene:
+    channels = _color_channels(
+        bpk.tracks, bpk.banks, bpk.material_names, ["color.material"] * len(bpk.tracks)
+    )
+    extras: dict = {"unused": bpk.unused.hex()}
+    for c, bank in enumerate(bpk.banks):
+        extras[f"bank_{'rgba'[c]}"] = _bank_extras(bank)
+    remap = _remap_extras(bpk.remap)
+    if remap is not None:
+        extras["remap"] = remap
+    extras.update(_framing_extras(bpk.framing, bpk.gaps))
+    return Scene(name=name, animations=[_animation(name, "bpk", bpk.loop_mode, bpk.length, channels, extras)])
+
+
+def bpk_from_animation(animation: Animation) -> BPK:
+    entries: dict[str, list] = {}
+    for channel in animation.channels:
+        if (
+            channel.target_kind == "material"
+            and channel.path == "color.material"
+            and channel.index in range(4)
+        ):
+            entries.setdefault(channel.target, [None] * 4)[channel.index] = channel
+    extras = animation.extras
+    tracks, banks, exact = _color_tracks(list(entries.values()), extras, [f"bank_{c}" for c in "rgba"])
+    loop_mode, length = _loop_and_length(animation)
+    framing, gaps = _framing(extras, exact)
+    return BPK(
+        loop_mode,
+        length,
+        tracks,
+        list(entries),
+        banks,
+        remap=_remap(extras, "remap", len(entries)),
+        unused=bytes.fromhex(extras.get("unused", "ffffff")),
+        gaps=gaps,
+        framing=framing,
+    )
+
+
+# -- BTP (texture index per frame) -------------------------------------------------------------
+
+IMAGE_INDEX_PATH = re.compile(r"texture\.(\d+)\.image_index$")
+
+
+def btp_to_scene(btp: BTP, name: str = "") -> Scene:
+    channels = []
+    for entry, target in zip(btp.entries, btp.material_names, strict=True):
+        count, first = int(entry["count"]), int(entry["first"])
+        values = btp.indices[first : first + count].astype(np.float64)[:, None]
+        channels.append(
+            Channel(
+                "material",
+                target,
+                f"texture.{int(entry['slot'])}.image_index",
+                np.arange(count, dtype=np.float64),
+                values,
+                "CONSTANT",
+                extras={"first": first},
+            )
+        )
+    extras = {"unused_frac": btp.unused_frac, "indices": _bank_extras(btp.indices)}
+    remap = _remap_extras(btp.remap)
+    if remap is not None:
+        extras["remap"] = remap
+    extras.update(_framing_extras(btp.framing, btp.gaps))
+    return Scene(name=name, animations=[_animation(name, "btp", btp.loop_mode, btp.length, channels, extras)])
+
+
+def _per_frame(channel: Channel) -> np.ndarray:
+    """The index held at every whole frame from 0 to the last key (a step curve)."""
+    times = np.rint(np.asarray(channel.times, dtype=np.float64)).astype(np.int64)
+    values = np.rint(np.asarray(channel.values, dtype=np.float64).reshape(len(times), -1)[:, 0]).astype(
+        np.int64
+    )
+    if not len(times):
+        return np.zeros(0, np.int64)
+    last = max(int(times.max()), 0)
+    if last > 0xFFFE:
+        raise ValueError(f"{channel.target} {channel.path}: a J3D pattern holds at most 65535 frames")
+    frames = np.arange(last + 1)
+    held = np.clip(np.searchsorted(times, frames, side="right") - 1, 0, len(times) - 1)
+    return values[held]
+
+
+def btp_from_animation(animation: Animation) -> BTP:
+    found = []
+    for channel in animation.channels:
+        match = IMAGE_INDEX_PATH.match(channel.path) if channel.target_kind == "material" else None
+        if match:
+            found.append((channel, int(match.group(1)), _per_frame(channel)))
+    extras = animation.extras
+    original = extras.get("indices")
+    bank = np.asarray(original if original is not None else [], np.int64)
+    exact = original is not None and all(
+        np.array_equal(bank[int(c.extras.get("first", -1)) :][: len(v)], v) and "first" in c.extras
+        for c, _, v in found
+    )
+    if exact:
+        firsts = [int(c.extras["first"]) for c, _, _ in found]
+        indices = bank.astype(">u2")
+    else:
+        indices_list: list[int] = []
+        firsts = []
+        for _, _, values in found:
+            firsts.append(len(indices_list))
+            indices_list += [int(v) for v in values]
+        indices = np.asarray(indices_list, ">u2")
+    entries = pattern_entries([len(v) for _, _, v in found], firsts, [slot for _, slot, _ in found])
+    loop_mode, length = _loop_and_length(animation)
+    framing, gaps = _framing(extras, exact)
+    return BTP(
+        loop_mode,
+        length,
+        entries,
+        [c.target for c, _, _ in found],
+        indices,
+        remap=_remap(extras, "remap", len(found)),
+        unused_frac=int(extras.get("unused_frac", 0xFF)),
+        gaps=gaps,
+        framing=framing,
+    )
+
+
+# -- entry points -------------------------------------------------------------------------------
+
+
+def to_scene(model, joint_names: list[str] | None = None, name: str = "") -> Scene:
+    """A Scene with one Animation; BCK needs the model's joint names in joint order."""
+    if isinstance(model, BCK):
+        if joint_names is None:
+            raise ValueError("a BCK needs the joint names of its model (joints are matched by index)")
+        return bck_to_scene(model, joint_names, name)
+    for kind, function in (
+        (BTK, btk_to_scene),
+        (BRK, brk_to_scene),
+        (BPK, bpk_to_scene),
+        (BTP, btp_to_scene),
+    ):
+        if isinstance(model, kind):
+            return function(model, name)
+    raise TypeError(f"not a J3D animation: {type(model).__name__}")
+
+
+def animation_kind(animation: Animation) -> str:
+    """'bck', 'btk', 'brk', 'bpk' or 'btp': from the extras, else from the channels."""
+    kind = animation.extras.get("j3d_type")
+    if kind:
+        return kind
+    paths = {channel.path for channel in animation.channels}
+    kinds = {channel.target_kind for channel in animation.channels}
+    if "bone" in kinds:
+        return "bck"
+    if any(IMAGE_INDEX_PATH.match(p) for p in paths):
+        return "btp"
+    if any(COLOR_PATH.match(p) for p in paths):
+        return "brk"
+    if "color.material" in paths:
+        return "bpk"
+    return "btk"
+
+
+def from_scene(scene: Scene, animation: int = 0, joint_names: list[str] | None = None):
+    """The J3D model of ``scene.animations[animation]`` (a BCK needs the joint order)."""
+    anim = scene.animations[animation]
+    kind = animation_kind(anim)
+    if kind == "bck":
+        if joint_names is None:
+            raise ValueError("writing a BCK needs the armature's joint names in joint order")
+        return bck_from_animation(anim, joint_names)
+    functions = {
+        "btk": btk_from_animation,
+        "brk": brk_from_animation,
+        "bpk": bpk_from_animation,
+        "btp": btp_from_animation,
+    }
+    if kind not in functions:
+        raise ValueError(f"unknown J3D animation type {kind!r}")
+    return functions[kind](anim)

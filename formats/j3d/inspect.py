@@ -1,0 +1,123 @@
+"""Readable summaries of J3D files (animations, BMT, and the materials/textures of BMD/BDL)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import bck, bmt, bpk, brk, btk, btp
+from .container import ANIMATION_MAGIC, MODEL_MAGIC, read_container
+from .tex1 import WRAP_MODES
+
+LOOP_MODES = ("once", "once then reset", "loop", "forward then backward once", "ping-pong")
+GX_FORMATS = {
+    0: "I4",
+    1: "I8",
+    2: "IA4",
+    3: "IA8",
+    4: "RGB565",
+    5: "RGB5A3",
+    6: "RGBA8",
+    8: "C4",
+    9: "C8",
+    10: "C14X2",
+    14: "CMPR",
+}
+ANIMATIONS = {b"bck1": bck, b"btk1": btk, b"brk1": brk, b"btp1": btp, b"bpk1": bpk}
+
+
+def detect(data: bytes, name: str) -> bool:
+    return data[:4] in (ANIMATION_MAGIC, MODEL_MAGIC)
+
+
+def _loop(loop_mode: int, length: int) -> str:
+    label = LOOP_MODES[loop_mode] if loop_mode < len(LOOP_MODES) else f"unknown ({loop_mode})"
+    return f"  loop: {label}, length {length} frames"
+
+
+def _track_summary(tracks: np.ndarray) -> str:
+    counts = tracks["count"]
+    return (
+        f"{int((counts >= 2).sum())} keyframed, {int((counts == 1).sum())} constant, "
+        f"{int((counts == 0).sum())} default; {int(counts.sum())} keys; "
+        f"split tangents on {int(((counts >= 2) & (tracks['mode'] == 1)).sum())}"
+    )
+
+
+def _names(label: str, names: list[str], limit: int = 12) -> str:
+    shown = ", ".join(names[:limit]) + (f", … ({len(names)} in all)" if len(names) > limit else "")
+    return f"  {label}: {shown}"
+
+
+def summarize(data: bytes, name: str) -> str:
+    magic = data[:4]
+    if magic == ANIMATION_MAGIC:
+        kinds = (*ANIMATIONS, b"bca1", b"bva1")
+    else:
+        kinds = (bmt.KIND, *bmt.MODEL_KINDS)
+    container = read_container(data, name, magic, kinds)
+    lines = [
+        f"{name}: J3D {container.kind.decode()} ({len(data)} bytes), tag {container.framing.tag[:4]!r}",
+        "  sections: "
+        + ", ".join(f"{s.magic.decode()} @0x{s.offset:X} ({len(s.data)} bytes)" for s in container.sections),
+    ]
+    if container.framing.trailer:
+        lines.append(f"  {len(container.framing.trailer)} bytes after the last section")
+    module = ANIMATIONS.get(container.kind)
+    if module is bck:
+        model = bck.read(data, name)
+        lines += [
+            _loop(model.loop_mode, model.length),
+            f"  joints: {model.joint_count}, rotation unit 2^{model.rotation_frac} × 180/32768°",
+            f"  banks: {len(model.scale_bank)} scale, {len(model.rotation_bank)} rotation, "
+            f"{len(model.translation_bank)} translation",
+            f"  tracks: {_track_summary(model.tracks)}",
+        ]
+        if model.sounds is not None:
+            lines.append(f"  sound effects: {len(model.sounds)}")
+    elif module is btk:
+        model = btk.read(data, name)
+        lines += [
+            _loop(model.loop_mode, model.length),
+            f"  texture matrices: {model.matrix_count}, rotation unit 2^{model.rotation_frac} × 180/32768°",
+            f"  tracks: {_track_summary(model.tracks)}",
+            _names(
+                "materials",
+                [f"{n}[{int(i)}]" for n, i in zip(model.material_names, model.texture_indices, strict=True)],
+            ),
+        ]
+    elif module is brk:
+        model = brk.read(data, name)
+        lines.append(_loop(model.loop_mode, model.length))
+        for label, group in (("register colours", model.register), ("konst colours", model.konst)):
+            slots = [
+                f"{n}[{int(s)}]" for n, s in zip(group.material_names, group.entries["slot"], strict=True)
+            ]
+            lines.append(f"  {label}: {len(group)}; tracks: {_track_summary(group.entries['tracks'])}")
+            if slots:
+                lines.append(_names("  materials", slots))
+    elif module is bpk:
+        model = bpk.read(data, name)
+        lines += [
+            _loop(model.loop_mode, model.length),
+            f"  material colours: {len(model.tracks)}; tracks: {_track_summary(model.tracks)}",
+            _names("materials", model.material_names),
+        ]
+    elif module is btp:
+        model = btp.read(data, name)
+        entries = [
+            f"{n}[{int(e['slot'])}] {int(e['count'])} frames"
+            for n, e in zip(model.material_names, model.entries, strict=True)
+        ]
+        lines += [_loop(model.loop_mode, model.length), _names("patterns", entries)]
+    elif any(s.magic == b"MAT3" for s in container.sections):
+        materials = bmt.read(data, name) if container.kind == b"bmt3" else bmt.cut_from_model(data, name)
+        lines.append(_names("materials", materials.mat3.names))
+        tex1 = materials.tex1
+        if tex1 is not None:
+            textures = [
+                f"{n} {GX_FORMATS.get(int(h['format']), int(h['format']))} {int(h['width'])}×{int(h['height'])} "
+                f"{WRAP_MODES[h['wrap_s']] if h['wrap_s'] < 3 else h['wrap_s']}"
+                for n, h in zip(tex1.names, tex1.headers, strict=True)
+            ]
+            lines.append(_names("textures", textures, 16))
+    return "\n".join(lines)
