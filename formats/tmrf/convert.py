@@ -1,0 +1,1179 @@
+"""TMRF files ⇄ the neutral Scene.
+
+- AX3Skeleton → Skeleton (base poses are parent-relative; bone extras keep the
+  stored base floats and name string).
+- TriangleMesh → Mesh with one vertex per mesh vertex (positions from the named
+  3DPoints list); AX3SkeletalDeform of that list → skin joints and weights;
+  Normals or decoded CompressedNormals → POINT normals; each Texture → an image
+  slot of the mesh's material (image named by the texture string, no pixels)
+  and its TextureCoordinates → a UV layer; tangent vectors → ``Mesh.tangents``
+  (horizontal vector + sign of the vertical one).
+- AX3FrameAnimation → channels keyed once per frame at the file's fps;
+  AX3TrackAnimation → channels keyed at the key times (seconds × ``TRACK_FPS``).
+  Channels: ``location`` and ``rotation_quaternion`` (w, x, y, z) per bone.
+
+The spec names no axes, so the default axis conversion is the identity. Texture
+coordinates are taken as stored (V up), as the format's shader resources point
+to an OpenGL-style engine.
+
+``scene.extras["tmrf"]`` keeps the file's layout (string pool, every resource
+in file order with the fields the scene has no place for: string references,
+compression flags, base poses, key times, tangent data, shader resources,
+TOC and hints), and each skeleton, mesh and animation records its resource in
+``extras["tmrf_resource"]``. ``from_scene`` rebuilds that layout with the
+scene's values, so an unedited scene writes the original bytes; objects
+without a layout entry are added as new resources.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..scene import (
+    Animation,
+    Channel,
+    Image,
+    Layer,
+    Material,
+    Mesh,
+    Scene,
+    Skeleton,
+    TextureSlot,
+    compose,
+    matrix_to_quat,
+    quat_multiply,
+)
+from . import resources as res
+from . import vectors
+from .media import VERSION, Builder, MediaFile, Resource, StringTable, computed_hints, refresh_hints
+
+TRACK_FPS = 30.0
+TOLERANCE = 1e-5
+NORMAL_MODES = ("none", "compressed")
+TANGENT_MODES = ("none", "compressed", "high")
+ANIMATION_MODES = ("frame", "track")
+CONTENTS = {
+    "everything": {"skeleton", "mesh", "skin", "animation", "other"},
+    "static_mesh": {"mesh"},
+    "skinned_model": {"mesh", "skin"},
+    "skeleton": {"skeleton"},
+    "animations": {"animation"},
+}
+KINDS = {  # content class → layout kind
+    res.TableOfContents: "toc",
+    res.Hints: "hints",
+    res.Skeleton: "skeleton",
+    res.PointList: "points",
+    res.SkeletalDeform: "deform",
+    res.TriangleMesh: "mesh",
+    res.Normals: "normals",
+    res.CompressedNormals: "compressed_normals",
+    res.Texture: "texture",
+    res.TextureCoordinates: "coordinates",
+    res.TangentVectors: "tangents",
+    res.CompressedTangentVectors: "compressed_tangents",
+    res.HighCompressedTangentVectors: "high_tangents",
+    res.FrameAnimation: "frame",
+    res.TrackAnimation: "track",
+    res.Opaque: "opaque",
+}
+TANGENT_CLASSES = (res.TangentVectors, res.CompressedTangentVectors, res.HighCompressedTangentVectors)
+TANGENT_KINDS = {"none": "tangents", "compressed": "compressed_tangents", "high": "high_tangents"}
+
+
+# -- axis conversion (exact for the signed permutations of scene.axis_matrix) ------
+
+
+def _apply(axis: np.ndarray, vectors_: np.ndarray) -> np.ndarray:
+    """Rotate (N, 3) vectors by ``axis``; signed permutations move values without arithmetic."""
+    rot = axis[:3, :3]
+    v = np.asarray(vectors_, dtype=np.float64)
+    if np.array_equal(rot, np.eye(3)):
+        return v.copy()
+    if np.array_equal(np.abs(rot).sum(axis=1), np.ones(3)) and np.isin(rot, (-1, 0, 1)).all():
+        source = np.argmax(np.abs(rot), axis=1)
+        return v[:, source] * rot[np.arange(3), source]
+    return v @ rot.T
+
+
+def _apply_matrices(axis: np.ndarray, matrices: np.ndarray) -> np.ndarray:
+    """``axis @ m`` for (N, 4, 4) matrices; the identity leaves them untouched (NaN stays where it was)."""
+    return np.array(matrices, np.float64) if np.array_equal(axis, np.eye(4)) else axis @ matrices
+
+
+def _axis_quat(axis: np.ndarray) -> np.ndarray:
+    return matrix_to_quat(axis[:3, :3])
+
+
+def _root_channels(positions, quats_wxyz, axis, inverse=False):
+    """Root bones' parent is the armature: apply the axis conversion (or undo it) to their keys."""
+    rot = axis.T if inverse else axis
+    if np.array_equal(rot[:3, :3], np.eye(3)):
+        return positions, quats_wxyz
+    return _apply(rot, positions), quat_multiply(_axis_quat(rot), quats_wxyz)
+
+
+# -- file → scene ------------------------------------------------------------------
+
+
+class _Import:
+    def __init__(self, model: MediaFile, axis: np.ndarray):
+        self.model, self.axis = model, axis
+        self.totals = computed_hints(model)
+        self.strings = model.strings
+        self.resources = model.walk()
+        self.index = {id(r): i for i, r in enumerate(self.resources)}
+        self.parent = {id(c): self.index[id(r)] for r in self.resources for c in r.children}
+        self.names = model.names()
+        self.scene = Scene(warnings=list(model.warnings))
+        self.skeletons: dict[str, int] = {}
+        self.images: dict[str, int] = {}
+
+    def label(self, i: int, fallback: str) -> str:
+        return self.names.get(i, (None, None))[0] or fallback
+
+    def text(self, ref: int, fallback: str) -> str:
+        return self.strings.name(int(ref)) or fallback
+
+    def run(self) -> Scene:
+        layout = [self.describe(r) for r in self.resources]
+        for i, r in enumerate(self.resources):
+            if isinstance(r.content, res.Skeleton):
+                self.skeleton(i, r.content)
+        for i, r in enumerate(self.resources):
+            if isinstance(r.content, res.TriangleMesh):
+                self.mesh(i, r, layout)
+            elif isinstance(r.content, res.FrameAnimation):
+                self.frame_animation(i, r.content)
+            elif isinstance(r.content, res.TrackAnimation):
+                self.track_animation(i, r.content)
+        for item in self.scene.skeletons + self.scene.meshes + self.scene.animations:
+            item.extras["tmrf_name"] = item.name  # a different name on export is a rename
+        self.scene.extras["tmrf"] = {
+            "version": self.model.version,
+            "pool": self.strings.pool.hex(),
+            "spans": [int(v) for v in np.asarray(self.strings.spans).ravel()],
+            "resources": layout,
+        }
+        return self.scene
+
+    def describe(self, resource: Resource) -> dict:
+        """The layout entry of a resource: what the scene has no field for."""
+        c = resource.content
+        d = {"kind": KINDS[type(c)], "type": int(resource.type), "parent": self.parent.get(id(resource), -1)}
+        if resource.tail:
+            d["tail"] = resource.tail.hex()
+        if isinstance(c, res.Opaque):
+            d["data"] = c.data.hex()
+        elif isinstance(c, res.TableOfContents):
+            d.update(
+                names=_ints(c.names), dtls=_ints(c.dtls), types=_ints(c.types), resources=_ints(c.resources)
+            )
+        elif isinstance(c, res.Hints):
+            d.update(types=_ints(c.types), data_types=_ints(c.data_types), counts=_signed(c.counts))
+            # What the file's resources added up to, so that unchanged totals keep the stored hints.
+            totals = self.totals.get(self.index[id(resource)], {})
+            d.update(total_keys=[f"{t}/{k}" for t, k in totals], total_counts=_signed(list(totals.values())))
+        elif isinstance(c, res.PointList):
+            # Points no mesh uses have no place in the scene.
+            loose = np.setdiff1d(np.arange(len(c.points)), self.used_points(resource))
+            d.update(count=len(c.points), loose_indices=_ints(loose), loose_points=_floats(c.points[loose]))
+        elif isinstance(c, res.SkeletalDeform):
+            d.update(
+                skeleton=int(c.skeleton),
+                bindings=_ints(c.bindings),
+                weight_counts=_ints(c.weight_counts),
+                weight_bindings=_ints(c.weights["binding"]),
+                weight_factors=_floats(c.weights["factor"]),
+                point_blends=_ints(c.point_blends),
+            )
+        elif isinstance(c, res.TriangleMesh):
+            d.update(point_list=int(c.point_list), vertex_points=_ints(c.vertex_points))
+        elif isinstance(c, res.CompressedNormals):
+            # Coefficients that the shown normals do not encode back to (any A with B = 0, or a
+            # mesh whose Normals say otherwise) are kept with the normal shown for them.
+            shown = self.shown_normals(self.resources[self.parent[id(resource)]])
+            fixes = np.flatnonzero((vectors.encode_normals(shown) != c.coefficients).any(axis=1))
+            d.update(
+                fix_indices=_ints(fixes),
+                fix_coefficients=_ints(c.coefficients[fixes]),
+                fix_normals=_floats(shown[fixes]),
+            )
+        elif isinstance(c, res.Texture):
+            d["texture"] = int(c.texture)
+        elif isinstance(c, res.TangentVectors):
+            d.update(horizontal=_floats(c.horizontal), vertical=_floats(c.vertical))
+        elif isinstance(c, res.CompressedTangentVectors):
+            d.update(horizontal=_floats(c.horizontal), multipliers=_floats(c.multipliers))
+        elif isinstance(c, res.HighCompressedTangentVectors):
+            d["coefficients"] = _ints(c.coefficients)
+        elif isinstance(c, res.FrameAnimation):
+            d.update(
+                skeleton=int(c.skeleton),
+                frame_count=int(_signed(c.frame_count)[0]),
+                fps=float(c.fps),
+                bones=[int(b.bone) for b in c.bones],
+                bases=_floats(
+                    np.concatenate([np.r_[b.base_position, b.base_orientation] for b in c.bones] or [[]])
+                ),
+                flags=_signed([b.flags for b in c.bones]),
+            )
+        elif isinstance(c, res.TrackAnimation):
+            d.update(
+                name=int(c.name),
+                skeleton=int(c.skeleton),
+                length=float(c.length),
+                bindings=_ints(c.bindings),
+                key_counts=[len(t) for t in c.tracks],
+                times=_floats(np.concatenate([t["time"] for t in c.tracks] or [[]])),
+            )
+        return d
+
+    @staticmethod
+    def shown_normals(mesh: Resource) -> np.ndarray | None:
+        """The normals the scene gets (file axes, float32): the Normals, else the decoded CompressedNormals."""
+        for wanted in (res.Normals, res.CompressedNormals):
+            for child in mesh.children:
+                if isinstance(child.content, wanted):
+                    if wanted is res.Normals:
+                        return child.content.normals
+                    return vectors.decode_normals(child.content.coefficients).astype(np.float32)
+        return None
+
+    def used_points(self, points: Resource) -> np.ndarray:
+        name = self.names.get(self.index[id(points)], (None, None))[0]
+        used = [
+            r.content.vertex_points
+            for r in self.resources
+            if isinstance(r.content, res.TriangleMesh)
+            and name is not None
+            and self.strings.name(r.content.point_list) == name
+            and self.model.find(name, res.POINTS) is points
+        ]
+        return np.unique(np.concatenate(used)) if used else np.zeros(0, np.int64)
+
+    def skeleton(self, i: int, content: res.Skeleton) -> None:
+        bones = content.bones
+        parents = bones["parent"].astype(np.int32) - 1
+        world = _world(compose(bones["position"], bones["orientation"][:, [3, 0, 1, 2]]), parents)
+        names = [self.text(ref, f"bone{j}") for j, ref in enumerate(bones["name"])]
+        name = self.label(i, f"skeleton{i}")
+        base = np.concatenate([bones["position"], bones["orientation"]], axis=1)
+        self.skeletons.setdefault(name, len(self.scene.skeletons))
+        self.scene.skeletons.append(
+            Skeleton(
+                name,
+                names,
+                parents,
+                _apply_matrices(self.axis, world),
+                bone_extras=[
+                    {"base": [float(v) for v in row], "name_ref": int(ref)}
+                    for row, ref in zip(base, bones["name"], strict=True)
+                ],
+                extras={"tmrf_resource": i},
+            )
+        )
+
+    def mesh(self, i: int, resource: Resource, layout: list[dict]) -> None:
+        content: res.TriangleMesh = resource.content
+        name = self.label(i, f"mesh{i}")
+        point_name = self.strings.name(content.point_list)
+        points = self.model.find(point_name, res.POINTS) if point_name is not None else None
+        vertex_count = len(content.vertex_points)
+        if points is None:
+            self.scene.warnings.append(f"mesh {name}: no point list {point_name!r}; positions are zero")
+            file_positions = np.zeros((vertex_count, 3))
+        else:
+            file_positions = points.content.points[content.vertex_points]
+        mesh = Mesh(
+            name,
+            _apply(self.axis, file_positions).astype(np.float32),
+            content.triangles.astype(np.int32),  # decision 13: counter-clockwise, as in Blender
+            extras={"tmrf_resource": i},
+        )
+        shown = self.shown_normals(resource)
+        normals = None if shown is None else shown.astype(np.float64)
+        coefficients = next(
+            (
+                c.content.coefficients
+                for c in resource.children
+                if isinstance(c.content, res.CompressedNormals)
+            ),
+            None,
+        )
+        if normals is not None:
+            mesh.normals = Layer("normals", _apply(self.axis, normals).astype(np.float32))
+        if points is not None:
+            self.skin(mesh, points, content.vertex_points, layout)
+        material = Material(name)
+        for child in resource.children:
+            if isinstance(child.content, res.Texture):
+                self.texture(mesh, material, child, normals, coefficients, layout[self.index[id(child)]])
+        if material.textures:
+            mesh.materials = [len(self.scene.materials)]
+            self.scene.materials.append(material)
+        self.scene.meshes.append(mesh)
+
+    def skin(self, mesh: Mesh, points: Resource, vertex_points: np.ndarray, layout: list[dict]) -> None:
+        node = next((c for c in points.children if isinstance(c.content, res.SkeletalDeform)), None)
+        if node is None:
+            return
+        deform = node.content
+        skeleton_name = self.strings.name(deform.skeleton)
+        if skeleton_name not in self.skeletons:
+            layout[self.index[id(node)]]["unresolved"] = True  # the scene has no skin to rebuild it from
+            self.scene.warnings.append(
+                f"mesh {mesh.name}: no skeleton {skeleton_name!r}; the skin is left out"
+            )
+            return
+        mesh.skeleton = self.skeletons[skeleton_name]
+        skeleton = self.scene.skeletons[mesh.skeleton]
+        bone_index = {n: j for j, n in enumerate(skeleton.bone_names)}
+        binding_bones = np.array(
+            [bone_index.get(self.strings.name(int(b)), -1) for b in deform.bindings], np.int32
+        )
+        if (binding_bones < 0).any():
+            self.scene.warnings.append(
+                f"mesh {mesh.name}: bone bindings missing from {skeleton_name!r} are ignored"
+            )
+        joints, weights = _blend_table(deform, binding_bones)
+        blends = deform.point_blends[vertex_points]
+        mesh.skin_joints, mesh.skin_weights = joints[blends], weights[blends]
+
+    def texture(self, mesh, material, texture: Resource, normals, coefficients, entry: dict) -> None:
+        name = self.strings.name(int(texture.content.texture))
+        slot = None
+        if name is not None:  # a Texture without a texture name only carries coordinates
+            if name not in self.images:
+                self.images[name] = len(self.scene.images)
+                self.scene.images.append(Image(name, None))
+            slot = TextureSlot(self.images[name])
+        for child in texture.children:
+            c = child.content
+            if isinstance(c, res.TextureCoordinates):
+                layer_name = _unique(name or "UVMap", {layer.name for layer in mesh.uv_layers})
+                mesh.uv_layers.append(Layer(layer_name, c.coordinates.astype(np.float32)))
+                entry["uv_layer"] = layer_name
+                if slot is not None:
+                    slot.uv_layer = layer_name
+            elif mesh.tangents is None and isinstance(c, TANGENT_CLASSES):
+                pair = _decode_tangents(c, normals, coefficients)
+                if pair is None:
+                    self.scene.warnings.append(f"mesh {mesh.name}: tangents without the normals they need")
+                    continue
+                horizontal, vertical = pair
+                sign = np.ones(len(horizontal))
+                if normals is not None:
+                    sign[np.sum(np.cross(normals, horizontal) * vertical, -1) < 0] = -1.0
+                data = np.concatenate([_apply(self.axis, horizontal), sign[:, None]], axis=1)
+                mesh.tangents = Layer("tangents", data.astype(np.float32))
+        if slot is not None:
+            material.textures.append(slot)
+
+    def frame_animation(self, i: int, content: res.FrameAnimation) -> None:
+        fps = float(content.fps)
+        if not np.isfinite(fps) or fps <= 0:
+            self.scene.warnings.append(f"frame animation {i}: {fps} frames per second; shown at {TRACK_FPS}")
+            fps = TRACK_FPS
+        animation = self.animation(i, content.skeleton, fps, max(content.frame_count - 1, 0))
+        times = np.arange(content.frame_count, dtype=np.float64)  # decision 10: frame i is at i / fps
+        for bone in content.bones:
+            positions, orientations = bone.decode()
+            self.bone_channels(animation, self.text(bone.bone, ""), times, positions, orientations)
+
+    def track_animation(self, i: int, content: res.TrackAnimation) -> None:
+        animation = self.animation(i, content.skeleton, TRACK_FPS, float(content.length) * TRACK_FPS)
+        if content.name:
+            animation.name = self.text(content.name, animation.name)
+        for binding, track in zip(content.bindings, content.tracks, strict=True):
+            times = track["time"].astype(np.float64) * TRACK_FPS
+            self.bone_channels(
+                animation, self.text(binding, ""), times, track["position"], track["orientation"]
+            )
+
+    def animation(self, i: int, skeleton_ref: int, fps: float, end: float) -> Animation:
+        skeleton = self.skeletons.get(self.strings.name(skeleton_ref))
+        animation = Animation(self.label(i, f"animation{i}"), fps=fps, frame_end=end, skeleton=skeleton)
+        animation.extras["tmrf_resource"] = i
+        self.scene.animations.append(animation)
+        return animation
+
+    def bone_channels(self, animation, bone: str, times, positions, orientations_xyzw) -> None:
+        positions = np.asarray(positions, np.float64)
+        # Decision 10: the file's quaternions are x, y, z, w; keys are whole parent-relative transforms.
+        quats = np.asarray(orientations_xyzw, np.float64)[:, [3, 0, 1, 2]]
+        if _is_root(self.scene, animation.skeleton, bone):
+            positions, quats = _root_channels(positions, quats, self.axis)
+        animation.channels.append(Channel("bone", bone, "location", times, positions))
+        animation.channels.append(Channel("bone", bone, "rotation_quaternion", times.copy(), quats))
+
+
+def _ints(values) -> list[int]:
+    return [int(v) for v in np.asarray(values).ravel()]
+
+
+def _signed(values) -> list[int]:
+    """u32 words that may pass 2^31 − 1, as their signed reinterpretation (extras hold 32-bit ints)."""
+    return [int(v) for v in np.asarray(values, np.uint32).ravel().view(np.int32)]
+
+
+def _unsigned(values) -> np.ndarray:
+    return np.asarray(values, np.int64).ravel().astype(np.uint32)
+
+
+def _floats(values) -> list[float]:
+    return [float(v) for v in np.asarray(values, np.float32).ravel()]
+
+
+def _world(local: np.ndarray, parents: np.ndarray) -> np.ndarray:
+    """Armature-space matrices from parent-relative ones (decision 6: parents come first)."""
+    world = local.copy()
+    for j in np.flatnonzero(parents >= 0):
+        world[j] = world[parents[j]] @ local[j]
+    return world
+
+
+def _blend_table(deform: res.SkeletalDeform, binding_bones: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(B, K) bone indices and weights of each weight blend; bindings without a bone (-1) weigh 0."""
+    counts = deform.weight_counts.astype(np.int64)
+    width = int(counts.max()) if len(counts) else 0
+    blend_of = np.repeat(np.arange(len(counts)), counts)
+    slot = np.arange(len(deform.weights)) - np.repeat(deform.starts, counts)
+    joints = np.zeros((len(counts), width), np.int32)
+    weights = np.zeros((len(counts), width), np.float32)
+    bones = binding_bones[deform.weights["binding"]] if len(binding_bones) else np.zeros(0, np.int32)
+    joints[blend_of, slot] = np.maximum(bones, 0)
+    weights[blend_of, slot] = np.where(bones >= 0, deform.weights["factor"], 0)
+    return joints, weights
+
+
+def _decode_tangents(c, normals, coefficients) -> tuple[np.ndarray, np.ndarray] | None:
+    if isinstance(c, res.TangentVectors):
+        return c.horizontal.astype(np.float64), c.vertical.astype(np.float64)
+    if isinstance(c, res.CompressedTangentVectors):
+        if normals is None:
+            return None
+        horizontal = c.horizontal.astype(np.float64)
+        # Decision 12: the mesh's Normals, else its decoded CompressedNormals.
+        return horizontal, vectors.compressed_tangent_vertical(normals, horizontal, c.multipliers)
+    if coefficients is None:
+        return None
+    return vectors.decode_high_tangents(coefficients, c.coefficients)
+
+
+def _is_root(scene: Scene, skeleton: int | None, bone: str) -> bool:
+    if skeleton is None:
+        return False
+    sk = scene.skeletons[skeleton]
+    return bone in sk.bone_names and sk.parents[sk.bone_names.index(bone)] < 0
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    candidate, n = name, 1
+    while candidate in taken:
+        candidate, n = f"{name}.{n:03d}", n + 1
+    return candidate
+
+
+def to_scene(model: MediaFile, axis: np.ndarray | None = None) -> Scene:
+    return _Import(model, np.eye(4) if axis is None else np.asarray(axis, np.float64)).run()
+
+
+# -- scene → file ------------------------------------------------------------------
+
+
+def _per_vertex(layer: Layer, triangles: np.ndarray, vertex_count: int) -> np.ndarray:
+    """A layer's values per vertex (a corner layer gives each vertex one of its corners' values)."""
+    if layer.domain == "POINT":
+        return np.asarray(layer.data)
+    out = np.zeros((vertex_count, layer.data.shape[1]), layer.data.dtype)
+    out[np.asarray(triangles).ravel()] = layer.data
+    return out
+
+
+def _bone_values(channels: list[Channel], path: str, times: np.ndarray, default: np.ndarray) -> np.ndarray:
+    """Values of one property at ``times``; keys are hit exactly, other times interpolated linearly."""
+    out = np.repeat(np.asarray(default, np.float64)[None], len(times), 0)
+    for channel in channels:
+        if channel.path != path or not len(channel.times):
+            continue
+        columns = range(out.shape[1]) if channel.index is None else [channel.index]
+        for k, column in enumerate(columns):
+            if np.array_equal(channel.times, times, equal_nan=True):
+                out[:, column] = channel.values[:, k]  # the keys themselves, whatever their values
+            else:
+                out[:, column] = np.interp(times, channel.times, channel.values[:, k])
+    if path == "rotation_quaternion":
+        between = ~np.isin(times, np.concatenate([c.times for c in channels if c.path == path] or [[]]))
+        length = np.linalg.norm(out, axis=1, keepdims=True)
+        out = np.where(between[:, None] & (length > 0), out / np.where(length > 0, length, 1), out)
+    return out
+
+
+class _MeshData:
+    """A scene mesh on its way back to the file: per-vertex values in file axes."""
+
+    def __init__(self, export: _Export, mesh: Mesh, fixes: dict | None = None):
+        self.mesh = mesh
+        self.vertex_count = len(mesh.positions)
+        self.axis_t = export.axis.T
+        self.positions = _apply(export.axis.T, mesh.positions).astype(np.float32)
+        self.normals = None
+        if mesh.normals is not None:
+            normals = _per_vertex(mesh.normals, mesh.triangles, self.vertex_count)
+            self.normals = _apply(export.axis.T, normals).astype(np.float32)
+        self.slots = [slot for m in mesh.materials for slot in export.scene.materials[m].textures]
+        self.textures = 0  # Texture resources seen so far
+        self.slots_used = 0  # image slots they took
+        self.fixes = fixes or {"fix_indices": [], "fix_coefficients": [], "fix_normals": []}
+        self._coefficients = None
+
+    def coefficients(self) -> np.ndarray:
+        if self._coefficients is None:
+            coefficients = vectors.encode_normals(self.normals)
+            indices = np.asarray(self.fixes["fix_indices"], np.int64)
+            kept = np.asarray(self.fixes["fix_coefficients"], np.uint16).reshape(-1, 2)
+            shown = np.asarray(self.fixes["fix_normals"], np.float64).reshape(-1, 3)
+            inside = indices < self.vertex_count
+            indices, kept, shown = indices[inside], kept[inside], shown[inside]
+            unchanged = np.isclose(shown, self.normals[indices], rtol=0, atol=TOLERANCE, equal_nan=True).all(
+                axis=1
+            )
+            coefficients[indices[unchanged]] = kept[unchanged]
+            self._coefficients = coefficients
+        return self._coefficients
+
+    def uv(self, name: str, position: int) -> np.ndarray | None:
+        layers = {layer.name: layer for layer in self.mesh.uv_layers}
+        layer = layers.get(name)
+        if layer is None and position < len(self.mesh.uv_layers):
+            layer = self.mesh.uv_layers[position]
+        return None if layer is None else _per_vertex(layer, self.mesh.triangles, self.vertex_count)
+
+    def tangents(self, kind: str) -> object | None:
+        """Tangent content of ``kind`` from the scene's tangent layer (vertical = sign · normal × horizontal)."""
+        if self.mesh.tangents is None or self.normals is None:
+            return None
+        data = _per_vertex(self.mesh.tangents, self.mesh.triangles, self.vertex_count)
+        horizontal = _apply(self.axis_t, data[:, :3])
+        sign = np.where(data[:, 3] < 0, -1.0, 1.0)
+        normals = self.normals.astype(np.float64)
+        if kind == "tangents":
+            vertical = np.cross(normals, horizontal) * sign[:, None]
+            return res.TangentVectors(horizontal.astype(np.float32), vertical.astype(np.float32))
+        if kind == "compressed_tangents":
+            return res.CompressedTangentVectors(horizontal.astype(np.float32), sign.astype(np.float32))
+        coefficients = self.coefficients()
+        vertical = np.cross(vectors.decode_normals(coefficients), horizontal) * sign[:, None]
+        return res.HighCompressedTangentVectors(
+            vectors.encode_high_tangents(coefficients, horizontal, vertical)
+        )
+
+
+class _Export:
+    def __init__(self, scene: Scene, axis, normals, tangents, animation, s16, content):
+        for value, allowed, what in (
+            (normals, NORMAL_MODES, "normals"),
+            (tangents, TANGENT_MODES, "tangents"),
+            (animation, ANIMATION_MODES, "animation"),
+            (content, CONTENTS, "content"),
+        ):
+            if value is not None and value not in allowed:
+                raise ValueError(f"{what} must be one of {', '.join(allowed)}, not {value!r}")
+        if tangents == "high" and normals == "none":
+            raise ValueError("high-compressed tangents need compressed normals")
+        self.scene, self.normals, self.tangent_mode, self.animation_mode, self.s16 = (
+            scene,
+            normals,
+            tangents,
+            animation,
+            s16,
+        )
+        self.axis = np.eye(4) if axis is None else np.asarray(axis, np.float64)
+        self.kinds = CONTENTS[content]
+        stored = scene.extras.get("tmrf") or {}
+        self.layout: list[dict] = stored.get("resources", [])
+        strings = StringTable(
+            bytes.fromhex(stored.get("pool", "")), np.array(stored.get("spans", []), np.uint32).reshape(-1, 2)
+        )
+        self.model = MediaFile(strings, [], stored.get("version", VERSION))
+        self.strings = strings
+        self.used: dict[str, set[int]] = {
+            "skeleton": set(),
+            "mesh": set(),
+            "animation": set(),
+        }  # scene indices
+        self.other_tocs: list[tuple[Resource, list]] = []  # TOCs after the first, with their entries
+        self.hints: dict[int, dict] = {}  # id of a rebuilt Hints resource → its layout entry
+
+    def ref(self, name: str | None, preferred: int = 0, unnamed: str | None = None) -> int:
+        """A string reference for ``name``, keeping ``preferred`` when it still says the same
+        (and 0 when the name is the placeholder the importer gave a nameless item)."""
+        if name == unnamed and (preferred == 0 or self.strings.name(preferred) == ""):
+            return preferred
+        if preferred and 0 < preferred <= len(self.strings) and self.strings.name(preferred) == name:
+            return preferred
+        return self.strings.ref(name)
+
+    def skeleton_ref(self, skeleton: Skeleton | None, d: dict | None) -> int:
+        """The skeleton an animation binds to; a name the file had without a skeleton stays."""
+        stored = d["skeleton"] if d is not None else 0
+        return stored if skeleton is None else self.ref(skeleton.name, stored)
+
+    # -- contents built from scene objects ------------------------------------------
+
+    def skeleton_content(self, skeleton: Skeleton) -> res.Skeleton:
+        world = _apply_matrices(self.axis.T, skeleton.rest)
+        parents = np.asarray(skeleton.parents, np.int64)
+        local = world.copy()
+        has_parent = parents >= 0
+        local[has_parent] = np.linalg.inv(world[parents[has_parent]]) @ world[has_parent]
+        bones = np.zeros(len(skeleton), res.BONE_DTYPE)
+        bones["parent"] = parents + 1
+        bones["position"] = local[:, :3, 3]
+        bones["orientation"] = matrix_to_quat(local)[:, [1, 2, 3, 0]]
+        extras = skeleton.bone_extras if len(skeleton.bone_extras) == len(skeleton) else [{}] * len(skeleton)
+        has_base = np.array([len(e.get("base", ())) == 7 for e in extras], bool)
+        if has_base.any():
+            # The stored base poses win while the rest pose they give is the scene's (within tolerance).
+            base = np.array(
+                [e["base"] if ok else [0] * 7 for e, ok in zip(extras, has_base, strict=True)], np.float32
+            )
+            original = _world(compose(base[:, :3], base[:, [6, 3, 4, 5]]), parents)
+            close = has_base & np.isclose(original, world, rtol=0, atol=10 * TOLERANCE, equal_nan=True).all(
+                axis=(1, 2)
+            )
+            bones["position"][close] = base[close, :3]
+            bones["orientation"][close] = base[close, 3:]
+        bones["name"] = [
+            self.ref(name, int(e.get("name_ref", 0)), f"bone{j}")
+            for j, (name, e) in enumerate(zip(skeleton.bone_names, extras, strict=True))
+        ]
+        return res.Skeleton(bones)
+
+    def deform_content(self, skeleton_index: int, point_count: int, parts) -> res.SkeletalDeform:
+        """A deformation built from (vertex points, joints, weights) of the meshes using the points."""
+        skeleton = self.scene.skeletons[skeleton_index]
+        width = max((j.shape[1] for _, j, _ in parts), default=0)
+        point_joints = np.zeros((point_count, width), np.int32)
+        point_weights = np.zeros((point_count, width), np.float32)
+        for vertex_points, joints, weights in parts:
+            point_joints[vertex_points, : joints.shape[1]] = joints
+            point_weights[vertex_points, : weights.shape[1]] = weights
+        point_joints[point_weights == 0] = 0
+        rows = np.concatenate([point_joints.view(np.uint32), point_weights.view(np.uint32)], axis=1)
+        unique, blend_of_point = np.unique(rows, axis=0, return_inverse=True)
+        blend_joints = unique[:, :width].view(np.int32)
+        blend_weights = unique[:, width:].view(np.float32)
+        used = blend_weights != 0
+        bones = np.unique(blend_joints[used])
+        weights = np.zeros(int(used.sum()), res.WEIGHT_DTYPE)
+        weights["binding"] = np.searchsorted(bones, blend_joints[used])
+        weights["factor"] = blend_weights[used]
+        return res.SkeletalDeform(
+            self.strings.ref(skeleton.name),
+            np.array([self.strings.ref(skeleton.bone_names[b]) for b in bones], np.uint32),
+            used.sum(axis=1).astype(np.uint32),
+            weights,
+            blend_of_point.reshape(-1).astype(np.uint32),
+        )
+
+    def frame_content(self, animation: Animation, d: dict | None = None) -> res.FrameAnimation:
+        by_bone = _bone_channels(animation)
+        skeleton = self.scene.skeletons[animation.skeleton] if animation.skeleton is not None else None
+        stored = d is not None and all(
+            len(c.times) == _unsigned(d["frame_count"])[0] for cs in by_bone.values() for c in cs
+        )
+        frame_count = (
+            int(_unsigned(d["frame_count"])[0])
+            if stored
+            else max(int(round(animation.frame_end - animation.frame_start)) + 1, 0)
+        )
+        times = animation.frame_start + np.arange(frame_count, dtype=np.float64)
+        fps = animation.fps
+        if d is not None and (abs(d["fps"] - fps) <= TOLERANCE or not d["fps"] > 0):
+            fps = d["fps"]
+        bones: list[res.FrameBone] = []
+        names = []
+        if d is not None:
+            for j, (ref, flags) in enumerate(zip(d["bones"], _unsigned(d["flags"]), strict=True)):
+                name = self.strings.name(ref) or ""
+                if name in by_bone:
+                    base = np.array(d["bases"][7 * j : 7 * j + 7], np.float32)
+                    bones.append(res.FrameBone(ref, base[:3], base[3:], int(flags)))
+                    names.append(name)
+        first_new = len(bones)
+        for name in by_bone:
+            if name not in names:
+                base = _rest_base(skeleton, name)
+                bones.append(res.FrameBone(self.strings.ref(name), base[:3], base[3:], res.REGENERATE_W))
+                names.append(name)
+        for k, (bone, name) in enumerate(zip(bones, names, strict=True)):
+            positions, quats = self.file_values(animation, name, by_bone[name], times, bone)
+            if k >= first_new:  # q and −q turn alike; with W ≥ 0, W can be regenerated
+                quats = quats * np.where(quats[:, 3:] < 0, -1.0, 1.0)
+            bone.flags = _frame_flags(bone, positions, quats, self.s16)
+            bone.set_frames(positions, quats)
+        return res.FrameAnimation(
+            self.skeleton_ref(skeleton, d),
+            frame_count,
+            np.float32(fps),
+            bones,
+        )
+
+    def track_content(self, animation: Animation, d: dict | None = None) -> res.TrackAnimation:
+        by_bone = _bone_channels(animation)
+        skeleton = self.scene.skeletons[animation.skeleton] if animation.skeleton is not None else None
+        names = [self.strings.name(b) or "" for b in d["bindings"]] if d is not None else []
+        names = [n for n in names if n in by_bone] + [n for n in by_bone if n not in names]
+        stored_times = {}
+        if d is not None:
+            starts = np.concatenate([[0], np.cumsum(d["key_counts"])]).astype(np.int64)
+            for j, ref in enumerate(d["bindings"]):
+                stored_times[self.strings.name(ref) or ""] = np.array(
+                    d["times"][starts[j] : starts[j + 1]], np.float32
+                )
+        tracks, bindings = [], []
+        for j, name in enumerate(names):
+            channel_times = [c.times for c in by_bone[name]]
+            if all(np.array_equal(t, channel_times[0]) for t in channel_times):
+                frames = np.asarray(channel_times[0], np.float64)  # keeps keys that share a time
+            else:
+                frames = np.unique(np.concatenate(channel_times))
+            seconds = (frames - animation.frame_start) / animation.fps
+            original = stored_times.get(name)
+            if (
+                original is not None
+                and len(original) == len(seconds)
+                and np.allclose(original, seconds, atol=TOLERANCE)
+            ):
+                seconds = original
+            positions, quats = self.file_values(animation, name, by_bone[name], frames, None)
+            keys = np.zeros(len(frames), res.KEY_DTYPE)
+            keys["time"], keys["position"], keys["orientation"] = seconds, positions, quats
+            tracks.append(keys)
+            preferred = d["bindings"][j] if d is not None and j < len(d["bindings"]) else 0
+            bindings.append(self.ref(name, preferred, ""))
+        length = (animation.frame_end - animation.frame_start) / animation.fps
+        if d is not None and abs(d["length"] - length) <= TOLERANCE:
+            length = d["length"]
+        if d is not None and _new_name(animation) is None:
+            name_ref = d["name"]
+        else:
+            name_ref = self.strings.ref(animation.name)
+        return res.TrackAnimation(
+            name_ref,
+            self.skeleton_ref(skeleton, d),
+            np.float32(length),
+            np.array(bindings, np.uint32),
+            tracks,
+        )
+
+    def file_values(self, animation, bone_name, channels, times, bone: res.FrameBone | None):
+        """Positions (K, 3) and x, y, z, w orientations (K, 4) of a bone in the file's terms."""
+        if bone is not None:
+            default_position = bone.base_position
+            default_quat = bone.base_orientation[[3, 0, 1, 2]]
+        else:
+            default_position, default_quat = np.zeros(3), np.array([1.0, 0, 0, 0])
+        positions = _bone_values(channels, "location", times, default_position)
+        quats = _bone_values(channels, "rotation_quaternion", times, default_quat)
+        if _is_root(self.scene, animation.skeleton, bone_name):
+            positions, quats = _root_channels(positions, quats, self.axis, inverse=True)
+        return positions, quats[:, [1, 2, 3, 0]]
+
+    # -- the layout of an imported file, rebuilt -------------------------------------
+
+    def rebuild(self) -> Builder:
+        layout = self.layout
+        owners = {
+            "skeleton": _owners(self.scene.skeletons, layout, {"skeleton"}),
+            "mesh": _owners(self.scene.meshes, layout, {"mesh"}),
+            "animation": _owners(self.scene.animations, layout, {"frame", "track"}),
+        }
+        built: dict[int, Resource] = {}
+        meshes: dict[int, _MeshData] = {}  # layout index of a mesh or texture → its mesh
+        textures: dict[int, tuple[TextureSlot, dict]] = {}
+        renamed: dict[int, str | None] = {}
+        hints: list[int] = []
+        for i, d in enumerate(layout):
+            parent = d["parent"]
+            if parent >= 0 and parent not in built:
+                continue
+            kind = d["kind"]
+            content = None
+            if kind == "opaque" and "other" in self.kinds:
+                content = res.Opaque(bytes.fromhex(d["data"]))
+            elif kind == "toc":
+                content = res.TableOfContents()
+            elif kind == "hints":
+                content = res.Hints(*(_unsigned(d[k]) for k in ("types", "data_types", "counts")))
+                hints.append(i)
+            elif kind == "skeleton" and "skeleton" in self.kinds and i in owners["skeleton"]:
+                skeleton = self.scene.skeletons[owners["skeleton"][i]]
+                content = self.skeleton_content(skeleton)
+                renamed[i] = _new_name(skeleton)
+                self.used["skeleton"].add(owners["skeleton"][i])
+            elif kind == "points" and "mesh" in self.kinds:
+                content = res.PointList(np.zeros((d["count"], 3), np.float32))
+                content.points[d["loose_indices"]] = np.array(d["loose_points"], np.float32).reshape(-1, 3)
+            elif kind == "deform" and "skin" in self.kinds:
+                content = res.SkeletalDeform()
+            elif kind == "mesh" and "mesh" in self.kinds and i in owners["mesh"]:
+                mesh = self.scene.meshes[owners["mesh"][i]]
+                if len(mesh.positions) == len(d["vertex_points"]):
+                    fixes = next(
+                        (e for e in layout if e["parent"] == i and e["kind"] == "compressed_normals"), None
+                    )
+                    meshes[i] = _MeshData(self, mesh, fixes)
+                    content = res.TriangleMesh(
+                        d["point_list"],
+                        np.array(d["vertex_points"], np.uint32),
+                        mesh.triangles.astype(np.uint32),
+                    )
+                    renamed[i] = _new_name(mesh)
+                    self.used["mesh"].add(owners["mesh"][i])
+            elif kind in ("normals", "compressed_normals") and meshes[parent].normals is not None:
+                data = meshes[parent]
+                mode = self.normals or ("none" if kind == "normals" else "compressed")
+                content = (
+                    res.Normals(data.normals)
+                    if mode == "none"
+                    else res.CompressedNormals(data.coefficients())
+                )
+                if (mode == "none") != (kind == "normals"):  # another encoding than the file's
+                    type_name = res.NORMALS if mode == "none" else res.COMPRESSED_NORMALS
+                    d = {**d, "type": self.strings.ident(type_name)}
+            elif kind == "texture":
+                data = meshes[parent]
+                slot = None
+                if d["texture"] != 0:  # a named texture is the next image slot of the mesh
+                    slot = data.slots[data.slots_used] if data.slots_used < len(data.slots) else None
+                    data.slots_used += 1
+                if d["texture"] == 0 or slot is not None:
+                    name = self.scene.images[slot.image].name if slot is not None else None
+                    content = res.Texture(self.ref(name, d["texture"], ""))
+                    meshes[i], textures[i] = data, (slot, d, data.textures)
+                data.textures += 1
+            elif kind == "coordinates":
+                slot, texture, position = textures[parent]
+                layer = texture.get("uv_layer", slot.uv_layer if slot is not None else "")
+                uv = meshes[parent].uv(layer, position)
+                content = None if uv is None else res.TextureCoordinates(uv.astype(np.float32))
+            elif kind in TANGENT_KINDS.values():
+                content, d = self.stored_tangents(meshes[parent], d)
+            elif kind in ("frame", "track") and "animation" in self.kinds and i in owners["animation"]:
+                animation = self.scene.animations[owners["animation"][i]]
+                if self.animation_mode is None or self.animation_mode == kind:
+                    make = self.frame_content if kind == "frame" else self.track_content
+                    content, renamed[i] = make(animation, d), _new_name(animation)
+                    self.used["animation"].add(owners["animation"][i])
+            if content is None:
+                continue
+            resource = Resource(d["type"], content, [], bytes.fromhex(d.get("tail", "")))
+            (built[parent].children if parent >= 0 else self.model.resources).append(resource)
+            built[i] = resource
+        self.fill_points(built, meshes)
+        self.hints = {id(built[i]): layout[i] for i in hints if i in built}
+        return self.toc_builder(built, renamed)
+
+    def stored_tangents(self, data: _MeshData, d: dict) -> tuple[object | None, dict]:
+        kind = TANGENT_KINDS[self.tangent_mode] if self.tangent_mode else d["kind"]
+        count = data.vertex_count
+        if kind == d["kind"]:
+            if kind == "high_tangents" and len(d["coefficients"]) == count:
+                return res.HighCompressedTangentVectors(np.array(d["coefficients"], np.uint16)), d
+            horizontal = np.array(d.get("horizontal", []), np.float32).reshape(-1, 3)
+            if len(horizontal) == count and kind == "tangents":
+                return res.TangentVectors(horizontal, np.array(d["vertical"], np.float32).reshape(-1, 3)), d
+            if len(horizontal) == count and kind == "compressed_tangents":
+                return res.CompressedTangentVectors(horizontal, np.array(d["multipliers"], np.float32)), d
+        content_class = {v: k for k, v in KINDS.items()}[kind]
+        return data.tangents(kind), {**d, "type": self.strings.ident(_TYPE_NAMES[content_class])}
+
+    def fill_points(self, built: dict[int, Resource], meshes: dict[int, _MeshData]) -> None:
+        """Point lists get the positions and skins of the meshes that use them. A list whose
+        meshes are all gone goes too; one that no mesh used in the file stays as it was."""
+        names = _layout_names(self.layout, self.strings)
+        for i, d in enumerate(self.layout):
+            if d["kind"] != "points" or i not in built:
+                continue
+            users = [
+                (j, data)
+                for j, data in meshes.items()
+                if self.layout[j]["kind"] == "mesh"
+                and self.strings.name(self.layout[j]["point_list"]) == names.get(i)
+            ]
+            points = built[i]
+            never_used = len(d["loose_indices"]) == d["count"]
+            if not users and not never_used:
+                _remove(self.model, points)
+                continue
+            for j, data in users:
+                points.content.points[self.layout[j]["vertex_points"]] = data.positions
+            for k, child in list(built.items()):
+                if self.layout[k]["parent"] == i and isinstance(child.content, res.SkeletalDeform):
+                    deform = _stored_deform(self.layout[k])
+                    if users and not self.layout[k].get("unresolved", False):
+                        deform = self.matching_deform(deform, users, len(points.content.points))
+                    if deform is None:
+                        points.children.remove(child)
+                    else:
+                        child.content = deform
+        alive = {id(r) for r in self.model.walk()}
+        for k in [k for k, r in built.items() if id(r) not in alive]:
+            del built[k]
+
+    def matching_deform(
+        self, stored: res.SkeletalDeform, users, point_count: int
+    ) -> res.SkeletalDeform | None:
+        """The stored deformation when every mesh's skin still matches it, else one built from the skins."""
+        skinned = [
+            data.mesh
+            for _, data in users
+            if data.mesh.skin_joints is not None and data.mesh.skeleton is not None
+        ]
+        if len(skinned) != len(users):
+            return None
+        skeleton_index = skinned[0].skeleton
+        skeleton = self.scene.skeletons[skeleton_index]
+        bone_index = {n: j for j, n in enumerate(skeleton.bone_names)}
+        binding_bones = np.array(
+            [bone_index.get(self.strings.name(int(b)), -1) for b in stored.bindings], np.int32
+        )
+        joints, weights = _blend_table(stored, binding_bones)
+        same = len(stored.point_blends) == point_count
+        for j, data in users:
+            vertex_points = np.array(self.layout[j]["vertex_points"], np.int64)
+            if not same:
+                break
+            blends = stored.point_blends[vertex_points]
+            expected = _dense_weights(joints[blends], weights[blends], len(skeleton))
+            actual = _dense_weights(data.mesh.skin_joints, data.mesh.skin_weights, len(skeleton))
+            same = (
+                data.mesh.skeleton == skeleton_index and np.abs(expected - actual).max(initial=0) <= TOLERANCE
+            )
+        if same:
+            return stored
+        parts = [
+            (
+                np.array(self.layout[j]["vertex_points"], np.int64),
+                data.mesh.skin_joints,
+                data.mesh.skin_weights,
+            )
+            for j, data in users
+        ]
+        return self.deform_content(skeleton_index, point_count, parts)
+
+    def toc_builder(self, built: dict[int, Resource], renamed: dict[int, str]) -> Builder:
+        """The first TOC keeps its entries for what is still there (renamed objects get their new
+        names) and receives the new resources; further TOCs keep theirs."""
+        tocs = [(i, d) for i, d in enumerate(self.layout) if d["kind"] == "toc" and i in built]
+        names = _layout_names(self.layout, self.strings)
+        main = None
+        for n, (i, d) in enumerate(tocs):
+            entries = []
+            for name, dtl, type_, old in zip(d["names"], d["dtls"], d["types"], d["resources"], strict=True):
+                if old in built:
+                    if renamed.get(old) is not None:
+                        name = self.strings.ref(renamed[old])
+                    entries.append((name, dtl, type_, built[old]))
+            if n == 0:
+                main = (built[i], entries)
+            else:
+                self.other_tocs.append((built[i], entries))
+        hints = next((i for i, d in enumerate(self.layout) if d["kind"] == "hints" and i in built), None)
+        dtl = names.get(hints) if hints is not None else None
+        toc, entries = main if main is not None else (None, [])
+        return Builder.around(self.model, toc, dtl, entries)
+
+    # -- new objects -----------------------------------------------------------------
+
+    def add_new(self, builder: Builder) -> None:
+        used = self.used
+        if "skeleton" in self.kinds:
+            for k, skeleton in enumerate(self.scene.skeletons):
+                if k not in used["skeleton"]:
+                    builder.add(res.SKELETON, self.skeleton_content(skeleton), skeleton.name)
+        if "mesh" in self.kinds:
+            for k, mesh in enumerate(self.scene.meshes):
+                if k not in used["mesh"]:
+                    self.add_mesh(builder, mesh)
+        if "animation" in self.kinds:
+            for k, animation in enumerate(self.scene.animations):
+                if k not in used["animation"]:
+                    if (self.animation_mode or "frame") == "frame":
+                        builder.add(res.FRAME_ANIMATION, self.frame_content(animation), animation.name)
+                    else:
+                        builder.add(res.TRACK_ANIMATION, self.track_content(animation), animation.name)
+
+    def add_mesh(self, builder: Builder, mesh: Mesh) -> None:
+        data = _MeshData(self, mesh)
+        points_name = f"{mesh.name}.points"
+        points = builder.add(res.POINTS, res.PointList(data.positions), points_name)
+        if "skin" in self.kinds and mesh.skin_joints is not None and mesh.skeleton is not None:
+            parts = [(np.arange(data.vertex_count), mesh.skin_joints, mesh.skin_weights)]
+            builder.add(
+                res.SKELETAL_DEFORM,
+                self.deform_content(mesh.skeleton, data.vertex_count, parts),
+                parent=points,
+            )
+        content = res.TriangleMesh(
+            self.strings.ref(points_name),
+            np.arange(data.vertex_count, dtype=np.uint32),
+            mesh.triangles.astype(np.uint32),
+        )
+        node = builder.add(res.TRIANGLE_MESH, content, mesh.name)
+        normal_mode = self.normals or "compressed"
+        if data.normals is not None:
+            if normal_mode == "none":
+                builder.add(res.NORMALS, res.Normals(data.normals), parent=node)
+            else:
+                builder.add(res.COMPRESSED_NORMALS, res.CompressedNormals(data.coefficients()), parent=node)
+        slots = data.slots or [None] * len(mesh.uv_layers)
+        tangent_mode = self.tangent_mode or "none"
+        for position, slot in enumerate(slots):
+            name = self.scene.images[slot.image].name if slot is not None else None
+            texture = builder.add(res.TEXTURE, res.Texture(self.strings.ref(name or None)), parent=node)
+            uv = data.uv(slot.uv_layer if slot is not None else "", position)
+            if uv is not None:
+                builder.add(
+                    res.TEXTURE_COORDINATES, res.TextureCoordinates(uv.astype(np.float32)), parent=texture
+                )
+            kind = TANGENT_KINDS[tangent_mode]
+            tangents = (
+                data.tangents(kind)
+                if position == 0 and (kind != "high_tangents" or normal_mode == "compressed")
+                else None
+            )
+            if tangents is not None:
+                builder.add(_TYPE_NAMES[type(tangents)], tangents, parent=texture)
+
+
+_TYPE_NAMES = {cls: name for name, (cls, _) in res.CONTENT_TYPES.items()}
+
+
+def _new_name(item) -> str | None:
+    """The object's name if it was renamed since the import, else None."""
+    return None if item.name == item.extras.get("tmrf_name") else item.name
+
+
+def _stored_deform(d: dict) -> res.SkeletalDeform:
+    weights = np.zeros(len(d["weight_bindings"]), res.WEIGHT_DTYPE)
+    weights["binding"], weights["factor"] = d["weight_bindings"], d["weight_factors"]
+    return res.SkeletalDeform(
+        d["skeleton"],
+        np.array(d["bindings"], np.uint32),
+        np.array(d["weight_counts"], np.uint32),
+        weights,
+        np.array(d["point_blends"], np.uint32),
+    )
+
+
+def _owners(items, layout: list[dict], kinds: set[str]) -> dict[int, int]:
+    """Layout index → the first scene object that came from it."""
+    out: dict[int, int] = {}
+    for k, item in enumerate(items):
+        i = item.extras.get("tmrf_resource")
+        if isinstance(i, int) and 0 <= i < len(layout) and layout[i]["kind"] in kinds:
+            out.setdefault(i, k)
+    return out
+
+
+def _layout_names(layout: list[dict], strings: StringTable) -> dict[int, str | None]:
+    """Layout index → TOC name (the first entry wins, as in MediaFile.names)."""
+    out: dict[int, str | None] = {}
+    for d in layout:
+        if d["kind"] == "toc":
+            for name, index in zip(d["names"], d["resources"], strict=True):
+                out.setdefault(index, strings.name(name))
+    return out
+
+
+def _remove(model: MediaFile, resource: Resource) -> None:
+    for holder in [model.resources] + [r.children for r in model.walk()]:
+        if any(r is resource for r in holder):
+            holder[:] = [r for r in holder if r is not resource]
+            return
+
+
+def _bone_channels(animation: Animation) -> dict[str, list[Channel]]:
+    out: dict[str, list[Channel]] = {}
+    for channel in animation.channels:
+        if channel.target_kind == "bone" and channel.path in ("location", "rotation_quaternion"):
+            out.setdefault(channel.target, []).append(channel)
+    return out
+
+
+def _rest_base(skeleton: Skeleton | None, bone: str) -> np.ndarray:
+    """x, y, z position and x, y, z, w orientation of a bone's parent-relative rest pose."""
+    if skeleton is None or bone not in skeleton.bone_names:
+        return np.array([0, 0, 0, 0, 0, 0, 1], np.float32)
+    local = skeleton.local_rest()[skeleton.bone_names.index(bone)]
+    return np.concatenate([local[:3, 3], matrix_to_quat(local)[[1, 2, 3, 0]]]).astype(np.float32)
+
+
+def _frame_flags(bone: res.FrameBone, positions: np.ndarray, quats: np.ndarray, s16: bool | None) -> int:
+    """The bone's flags, with copy flags only where every frame equals the base pose (within
+    tolerance) and W regenerated only where that gives the stored W back."""
+    flags = bone.flags
+    base = np.concatenate([bone.base_position, bone.base_orientation]).astype(np.float64)
+    values = np.concatenate([positions, quats], axis=1)
+    for k, bit in enumerate(res.COPY_POSITION + res.COPY_ORIENTATION):
+        if len(values) and np.abs(values[:, k] - base[k]).max() > TOLERANCE:
+            flags &= ~bit
+    regenerated = np.sqrt(np.maximum(0.0, 1.0 - np.sum(quats[:, :3] ** 2, axis=1)))
+    if len(values) and np.abs(regenerated - quats[:, 3]).max(initial=0) > 1e-3:
+        flags &= ~res.REGENERATE_W
+    if s16 is not None:
+        flags = flags | res.ORIENTATION_S16 if s16 else flags & ~res.ORIENTATION_S16
+    return flags
+
+
+def _dense_weights(joints: np.ndarray, weights: np.ndarray, bone_count: int) -> np.ndarray:
+    """(V, bones) weight of each bone per vertex, whatever the order of the influences."""
+    out = np.zeros((len(joints), max(bone_count, 1)))
+    rows = np.repeat(np.arange(len(joints)), joints.shape[1])
+    np.add.at(out, (rows, np.clip(joints.ravel(), 0, bone_count - 1)), weights.ravel())
+    return out
+
+
+def from_scene(
+    scene: Scene,
+    normals: str | None = None,
+    tangents: str | None = None,
+    animation: str | None = None,
+    s16: bool | None = None,
+    content: str = "everything",
+    axis: np.ndarray | None = None,
+) -> MediaFile:
+    """A TMRF model from a scene.
+
+    normals: "none" (Normals) or "compressed" (CompressedNormals); tangents:
+    "none" (TangentVectors), "compressed" or "high"; animation: "frame" or
+    "track"; s16: orientations of frame animations as s16; content: "everything",
+    "static_mesh", "skinned_model", "skeleton" or "animations". None keeps each
+    imported resource's own encoding (new ones: compressed normals, no tangent
+    compression, frame animations, f32 orientations).
+    """
+    export = _Export(scene, axis, normals, tangents, animation, s16, content)
+    builder = export.rebuild() if export.layout else Builder(strings=export.strings)
+    export.add_new(builder)
+    model = builder.finish(hints=False)
+    index = {id(r): i for i, r in enumerate(model.walk())}
+    for toc, entries in export.other_tocs:
+        toc.content.names = np.array([e[0] for e in entries], np.uint32)
+        toc.content.dtls = np.array([e[1] for e in entries], np.uint32)
+        toc.content.types = np.array([e[2] for e in entries], np.uint32)
+        toc.content.resources = np.array([index[id(e[3])] for e in entries], np.int64)
+    # Hints stay as stored while the resources add up to what they did in the file.
+    totals = computed_hints(model)
+    unchanged = set()
+    for i, resource in enumerate(model.walk()):
+        stored = export.hints.get(id(resource))
+        now = totals.get(i, {})
+        if stored is not None and [f"{t}/{k}" for t, k in now] == stored["total_keys"]:
+            if _signed(list(now.values())) == stored["total_counts"]:
+                unchanged.add(i)
+    refresh_hints(model, skip=unchanged)
+    return model
