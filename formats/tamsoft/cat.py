@@ -1,0 +1,162 @@
+"""The CAT container that ships tmd0 models and their textures on PC.
+
+Layout: u32 header size (0x40 seen), u32 payload offsets (from the start of the
+CAT) ended by 0xFFFFFFFF, then a text name list with one comma-separated line
+per payload (e.g. ``TMD_TOON,<package>,<resource>``) and padding, then the
+payloads. A model CAT holds one tmd0; the texture CAT next to it (same name
+with ``_tex_`` for ``_mdl_``) holds the textures in the order of the model's
+texture list.
+
+The reader keeps the bytes between the offset table and the first payload
+(the name list and its padding) and each payload up to the next one, so
+``write(read(b)) == b``; the writer derives the offsets from the payload sizes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..binary import FormatError, Reader, Writer
+from . import tmd0
+
+END_OF_OFFSETS = 0xFFFFFFFF
+ALIGN = 16
+
+
+@dataclass
+class CAT:
+    endian: str = "<"
+    header_size: int = 0x40
+    name_block: bytes = b""  # the text name list and padding before the first payload
+    payloads: list[bytes] = field(default_factory=list)  # each up to the next payload
+
+    def lines(self) -> list[list[str]]:
+        """The name list: one list of comma-separated fields per line."""
+        text = self.name_block.replace(b"\0", b"\n").decode("utf-8", errors="replace")
+        return [line.strip().split(",") for line in text.splitlines() if line.strip()]
+
+    def names(self) -> list[str]:
+        """One readable name per line of the name list (its last field)."""
+        return [fields[-1].strip() for fields in self.lines()]
+
+
+def detect(data: bytes) -> bool:
+    """A CAT whose first payload is a tmd0 model or whose name list is readable."""
+    try:
+        cat = read(data)
+    except FormatError:
+        return False
+    return bool(cat.payloads) and (cat.payloads[0][:4] in tmd0.MAGICS or bool(cat.lines()))
+
+
+def read(data: bytes, filename: str = "<bytes>") -> CAT:
+    data = bytes(data)
+    if len(data) < 8:
+        raise FormatError(filename, len(data), "expected a CAT header (8 bytes at least)")
+    # The header size (0x40) is a small number in the file's byte order.
+    endian = "<" if int.from_bytes(data[:4], "little") <= int.from_bytes(data[:4], "big") else ">"
+    r = Reader(data, endian, filename)
+    header_size = r.u32("header size")
+    offsets = []
+    while (value := r.u32("payload offset or 0xFFFFFFFF")) != END_OF_OFFSETS:
+        offsets.append(value)
+    table_end = r.pos
+    previous = table_end
+    for i, offset in enumerate(offsets):
+        if not previous <= offset <= len(data):
+            raise r.error(f"payload {i} starts at {offset}, outside {previous}..{len(data)}", 4 + 4 * i)
+        previous = offset
+    ends = offsets[1:] + [len(data)]
+    first = offsets[0] if offsets else len(data)
+    payloads = [data[start:end] for start, end in zip(offsets, ends, strict=True)]
+    return CAT(endian, header_size, data[table_end:first], payloads)
+
+
+def write(cat: CAT) -> bytes:
+    w = Writer(cat.endian)
+    w.u32(cat.header_size)
+    offset = 4 + 4 * (len(cat.payloads) + 1) + len(cat.name_block)
+    for payload in cat.payloads:
+        w.u32(offset)
+        offset += len(payload)
+    w.u32(END_OF_OFFSETS)
+    w.bytes(cat.name_block)
+    for payload in cat.payloads:
+        w.bytes(payload)
+    return w.getvalue()
+
+
+def model_index(cat: CAT, filename: str = "<bytes>") -> int:
+    """The payload holding the tmd0 model."""
+    for i, payload in enumerate(cat.payloads):
+        if payload[:4] in tmd0.MAGICS:
+            return i
+    raise FormatError(filename, 0, "the CAT holds no tmd0 model")
+
+
+def replace_payload(cat: CAT, index: int, data: bytes) -> CAT:
+    """A copy of ``cat`` with payload ``index`` replaced (a changed payload is padded to 16 bytes)."""
+    payloads = list(cat.payloads)
+    data = bytes(data)
+    payloads[index] = data if data == payloads[index] else data + bytes(-len(data) % ALIGN)
+    return CAT(cat.endian, cat.header_size, cat.name_block, payloads)
+
+
+def texture_cat_path(model_path: Path) -> Path | None:
+    """The texture CAT next to a model CAT (``_mdl_`` → ``_tex_``), when it exists."""
+    name = model_path.name
+    at = name.lower().rfind("_mdl_")
+    if at < 0:
+        return None
+    candidate = model_path.with_name(
+        name[:at] + name[at : at + 5].replace("mdl", "tex").replace("MDL", "TEX") + name[at + 5 :]
+    )
+    return candidate if candidate.exists() else None
+
+
+def textures(cat: CAT) -> list[tuple[str, bytes]]:
+    """(name, payload) per texture of a texture CAT; unnamed payloads get ``texture_<i>``."""
+    names = cat.names()
+    return [
+        (names[i] if i < len(names) and names[i] else f"texture_{i}", payload)
+        for i, payload in enumerate(cat.payloads)
+    ]
+
+
+@dataclass
+class Package:
+    """A model as found on disk: bare or inside a CAT, with the textures of the CAT next to it."""
+
+    model: tmd0.TMD0
+    name: str
+    textures: list[tuple[str, bytes]] | None
+    cat: CAT | None = None  # the model CAT, to write an edited model back into
+    index: int = 0  # the model's payload in ``cat``
+    warnings: list[str] = field(default_factory=list)
+
+
+def open_model(path: Path) -> Package:
+    """Read a bare tmd0 or a model CAT, and the texture CAT next to it when there is one."""
+    path = Path(path)
+    data = path.read_bytes()
+    if data[:4] in tmd0.MAGICS:
+        return Package(tmd0.read(data, str(path)), path.stem, None)
+    container = read(data, str(path))
+    index = model_index(container, str(path))
+    names = container.names()
+    name = names[index] if index < len(names) and names[index] else path.stem
+    package = Package(tmd0.read(container.payloads[index], str(path)), name, None, container, index)
+    texture_path = texture_cat_path(path)
+    if texture_path is not None:
+        package.textures = textures(read(texture_path.read_bytes(), str(texture_path)))
+    elif len(package.model.textures):
+        package.warnings.append(f"no texture CAT next to {path.name}: textures are left empty")
+    return package
+
+
+def save_model(package: Package, model_bytes: bytes) -> bytes:
+    """The file to write for an edited model: a bare tmd0, or the model CAT with its payload replaced."""
+    if package.cat is None:
+        return model_bytes
+    return write(replace_payload(package.cat, package.index, model_bytes))

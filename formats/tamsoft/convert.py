@@ -1,0 +1,765 @@
+"""tmd0 models (+ their texture CAT) ↔ the neutral ``Scene``.
+
+Import (``to_scene``):
+- One skeleton from the hierarchy: rest = axis @ inverse(inverse bind). Bone
+  names come from the names given (matched by hash) or are ``bone_<hash hex>``;
+  each bone keeps its hash and the file's values in its extras.
+- One mesh for the whole model with one material slot per tmd0 material. The
+  faces index one global vertex list and a vertex may be drawn by several
+  batches, so one mesh keeps the vertex and face order of the file and writes
+  back byte for byte; meshes per batch would split shared vertices. The draw
+  list (boxes, operations, polygroups, rigs) travels in the mesh's extras.
+- POINT normals (n = (byte − 127) / 128, unnormalised so that they encode back
+  exactly), UV layers ``UV0``..``UV2`` (u = raw / 1024, v = 1 − raw / 1024), a
+  colour layer, skin joints resolved through the palette of the first rig that
+  draws each vertex, weights = byte / 255 (unnormalised, for the same reason).
+- One material per tmd0 material; texture slots for used slots with a texture
+  (type 0 base colour, 3 normal map, 4 specular/ramp); the 200-byte record is
+  kept. One image per texture entry, named from the texture CAT, decoded when
+  the payload is a DDS; other payloads (GXT) become empty images with a warning.
+
+Export (``from_scene``) reuses everything the extras describe while the scene
+still matches it: the draw list while the material of every face and every
+vertex's bones fit it, the stored boxes while the positions are unchanged,
+matrices, hierarchy positions and material parameters within tolerance, the
+original skin bytes of unchanged vertices. Otherwise it rebuilds: faces sorted
+by material, batches of at most 32 bones, vertices duplicated where batches
+with different palettes share them, at most 65535 faces per polygroup.
+
+Axis: the file is Y-up; the default conversion is ``axis_matrix("-Z", "Y")``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..binary import FormatError
+from ..scene import Image, Layer, Material, Mesh, Scene, Skeleton, TextureSlot, axis_matrix
+from ..textures import dds
+from . import names as bone_names
+from . import tmd0
+from .tmd0 import OP_DRAW, OP_END, OP_MATERIAL, OP_RIG
+
+DEFAULT_AXIS = axis_matrix("-Z", "Y")
+UV_LAYERS = ("UV0", "UV1", "UV2")
+UV_FLAGS = (tmd0.UV0, tmd0.UV1, tmd0.UV2)
+COLOUR_LAYER = "Colour"
+ROLES = {0: "base_color", 3: "normal", 4: "specular"}
+SLOT_TYPES = {role: kind for kind, role in ROLES.items()}
+MATRIX_TOLERANCE = 1e-4
+PARAM_TOLERANCE = 1e-5
+MAX_POLYGROUP_FACES = 0xFFFF
+MAX_VERTICES = 0x10000
+MAX_OPERATION_VALUE = 0xFF
+INFLUENCES = 4
+NEW_TEXTURE_FLAGS = 0x00FF
+KEY = "tamsoft"
+
+
+class TamsoftExportError(ValueError):
+    """A scene cannot be written as tmd0; the message names the problem."""
+
+
+# -- draw list ------------------------------------------------------------------
+
+
+def draw_calls(model: tmd0.TMD0) -> list[tuple[int, int, int, int]]:
+    """(draw list entry, material, rig, polygroup) per drawn polygroup, in draw order.
+
+    Each batch starts with material 0 and rig 0 (culling may skip the batches
+    before it) and stops at an end operation even when its count runs further.
+    """
+    types = model.operations["type"].tolist()
+    values = model.operations["value"].tolist()
+    calls = []
+    for index, (first, count) in enumerate(
+        zip(model.draw_list["first"].tolist(), model.draw_list["count"].tolist(), strict=True)
+    ):
+        material = rig = 0
+        for i in range(first, min(first + count, len(types))):
+            if types[i] == OP_END:
+                break
+            if types[i] == OP_MATERIAL:
+                material = values[i]
+            elif types[i] == OP_RIG:
+                rig = values[i]
+            elif types[i] == OP_DRAW:
+                calls.append((index, material, rig, values[i]))
+    return calls
+
+
+def face_materials_and_vertex_rigs(model: tmd0.TMD0) -> tuple[np.ndarray, np.ndarray]:
+    """Material per face and rig per vertex from the first call that draws them (0 / −1 when none)."""
+    face_material = np.zeros(len(model.faces), np.int32)
+    face_drawn = np.zeros(len(model.faces), bool)
+    vertex_rig = np.full(len(model.vertices), -1, np.int32)
+    faces = np.asarray(model.faces, np.int64)
+    for _, material, rig, group in draw_calls(model):
+        first = int(model.polygroups["first"][group])
+        span = slice(first, first + int(model.polygroups["count"][group]))
+        fresh = ~face_drawn[span]
+        face_material[span][fresh] = material
+        face_drawn[span] = True
+        vertices = faces[span].ravel()
+        vertex_rig[vertices[vertex_rig[vertices] < 0]] = rig
+    return face_material, vertex_rig
+
+
+def resolve_skin(model: tmd0.TMD0, vertex_rig: np.ndarray, bone_ids: np.ndarray, weight_bytes: np.ndarray):
+    """Skeleton joints (V, 4) and weights = byte / 255 (V, 4); unusable influences get weight 0."""
+    ids = bone_ids.astype(np.int64)
+    if len(model.rigs):
+        rig = np.maximum(vertex_rig, 0)
+        palettes = model.rigs["bones"].astype(np.int64)
+        counts = model.rigs["count"].astype(np.int64)
+        usable = (ids < counts[rig][:, None]) & (vertex_rig >= 0)[:, None]
+        joints = palettes[rig[:, None], np.minimum(ids, tmd0.MAX_PALETTE - 1)]
+    else:  # without rigs the ids index the skeleton
+        usable = ids < len(model.bones)
+        joints = ids
+    weights = np.where(usable, weight_bytes / np.float32(255), 0).astype(np.float32)
+    return np.where(usable, joints, 0).astype(np.int32), weights
+
+
+def _canonical_skin(joints: np.ndarray, weight_bytes: np.ndarray) -> np.ndarray:
+    """Per vertex the sorted (joint, weight byte) keys of its non-zero influences, for comparisons."""
+    keys = np.where(weight_bytes > 0, joints.astype(np.int64) * 256 + weight_bytes, np.iinfo(np.int64).max)
+    return np.sort(keys, axis=1)
+
+
+# -- import ---------------------------------------------------------------------
+
+
+def _hex(value: int) -> str:
+    return f"0x{value:08X}"
+
+
+def _apply(axis: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    return (np.asarray(vectors, np.float64) @ axis[:3, :3].T).astype(np.float32)
+
+
+def to_scene(
+    model: tmd0.TMD0,
+    textures: list[tuple[str, bytes]] | None = None,
+    names: list[str] | None = None,
+    axis: np.ndarray | None = None,
+    name: str = "tmd0",
+) -> Scene:
+    """The scene of a model; ``textures`` = (name, payload) per texture entry (see ``cat.textures``)."""
+    axis = DEFAULT_AXIS if axis is None else np.asarray(axis, np.float64)
+    scene = Scene(name=name)
+    scene.extras[KEY] = _header_extras(model)
+    if len(model.hierarchy) != len(model.bones):
+        raise FormatError(name, 0, f"{len(model.hierarchy)} hierarchy entries for {len(model.bones)} bones")
+    if len(model.bones):
+        scene.skeletons.append(_skeleton(model, names or [], axis, name))
+    scene.images = _images(model, textures, scene.warnings)
+    scene.materials = [_material(model, i) for i in range(len(model.materials))]
+    scene.meshes.append(_mesh(model, axis, name, scene.warnings))
+    return scene
+
+
+def _header_extras(model: tmd0.TMD0) -> dict:
+    positions = model.vertices["position"]
+    extras = {
+        "endian": model.endian,
+        "magic": model.magic.hex(),
+        "reserved": model.reserved,
+        "flags": model.flags,
+        "unknown": model.unknown,
+        "frame_count": model.frame_count,
+        "terminator": _hex(model.terminator),
+        "bounds": np.asarray(model.bounds, np.float64).tolist(),
+        "unknown_count": _hex(model.unknown_count),
+        "unknown_block": model.unknown_block.hex(),
+    }
+    if len(positions):
+        extras["vertex_bounds"] = _bounds(positions).astype(np.float64).tolist()
+    layout = model.layout
+    if layout is not None:
+        extras["layout"] = {
+            "size": layout.size,
+            "table_offsets": {key: _hex(offset) for key, (offset, _) in layout.tables.items()},
+            "table_sizes": {key: size for key, (_, size) in layout.tables.items()},
+            "pointers": [_hex(p) for p in layout.pointers],
+            "gaps": {str(offset): gap.hex() for offset, gap in layout.gaps},
+        }
+    return extras
+
+
+def _bounds(positions: np.ndarray) -> np.ndarray:
+    positions = np.asarray(positions, np.float32).reshape(-1, 3)
+    return np.concatenate([positions.min(axis=0), positions.max(axis=0)]).astype(np.float32)
+
+
+def _skeleton(model: tmd0.TMD0, names: list[str], axis: np.ndarray, name: str) -> Skeleton:
+    known = bone_names.lookup(names)
+    hashes = model.hierarchy["hash"].tolist()
+    bone_list, seen = [], set()
+    for value in hashes:
+        bone = known.get(value, bone_names.fallback_name(value))
+        while bone in seen:  # two bones with one hash: keep the names distinct
+            bone += "_"
+        seen.add(bone)
+        bone_list.append(bone)
+    try:
+        bind = np.linalg.inv(model.inverse_binds)
+    except np.linalg.LinAlgError as e:
+        raise FormatError(name, 0, "a bone's inverse bind matrix is singular") from e
+    deform = np.zeros(len(hashes), bool)
+    used = np.arange(tmd0.MAX_PALETTE) < model.rigs["count"][:, None]
+    deform[model.rigs["bones"][used]] = True
+    extras = [
+        {
+            "hash": _hex(value),
+            "name": bone,
+            "position": entry["position"].astype(np.float64).tolist(),
+            "unknown": int(entry["unknown"]),
+            "name_offset": int(entry["name_offset"]),
+            "inverse_bind": matrix.astype(np.float64).ravel().tolist(),
+        }
+        for value, bone, entry, matrix in zip(hashes, bone_list, model.hierarchy, model.bones, strict=True)
+    ]
+    return Skeleton(
+        name=name,
+        bone_names=bone_list,
+        parents=model.hierarchy["parent"].astype(np.int32),
+        rest=axis @ bind,
+        deform=deform if len(model.rigs) else None,
+        bone_extras=extras,
+    )
+
+
+def _images(model: tmd0.TMD0, textures, warnings: list[str]) -> list[Image]:
+    images = []
+    undecoded = []
+    for i, entry in enumerate(model.textures):
+        image_name, payload = (
+            textures[i] if textures is not None and i < len(textures) else (f"texture_{i}", b"")
+        )
+        image = Image(
+            image_name,
+            None,
+            int(entry["width"]),
+            int(entry["height"]),
+            extras={
+                "index": _hex(int(entry["index"])),
+                "unknown": _hex(int(entry["unknown"])),
+                "one": int(entry["one"]),
+                "flags": int(entry["flags"]),
+            },
+        )
+        if payload[:4] == dds.MAGIC:
+            texture = dds.read(payload, image_name)
+            image.pixels, image.source_format = texture.decode(), texture.format
+            image.source_bytes = payload
+        elif payload:
+            image.source_format = payload[:4].rstrip(b"\0").decode("ascii", errors="replace")
+            image.source_bytes = payload
+            undecoded.append(f"{image_name} ({image.source_format})")
+        else:
+            undecoded.append(f"{image_name} (no data)")
+        images.append(image)
+    if undecoded:
+        warnings.append(f"textures left as empty images (format not decodable yet): {', '.join(undecoded)}")
+    return images
+
+
+def _material(model: tmd0.TMD0, index: int) -> Material:
+    record = model.materials[index]
+    slots = []
+    for k in range(int(record["slot_count"])):
+        slot = record["slots"][k]
+        texture = int(slot["texture"])
+        if texture < 0:
+            continue
+        kind, params = int(slot["type"]), slot["params"].astype(np.float64)
+        slots.append(
+            TextureSlot(
+                texture,
+                role=ROLES.get(kind, f"type_{kind}"),
+                uv_layer=UV_LAYERS[0],
+                scale=(float(params[0]), float(params[1])),
+                translate=(float(params[2]), float(params[3])),
+                extras={"slot": k, "type": kind},
+            )
+        )
+    raw = np.ascontiguousarray(record, dtype=tmd0.with_endian(tmd0.MATERIAL_DTYPE, model.endian)).tobytes()
+    return Material(f"material_{index}", textures=slots, extras={"record": raw.hex()})
+
+
+def _mesh(model: tmd0.TMD0, axis: np.ndarray, name: str, warnings: list[str]) -> Mesh:
+    vertices = model.vertices
+    face_material, vertex_rig = face_materials_and_vertex_rigs(model)
+    mesh = Mesh(
+        name,
+        _apply(axis, vertices["position"]),
+        np.asarray(model.faces, np.int32).reshape(-1, 3),
+        material_indices=face_material if len(model.materials) else None,
+        materials=list(range(len(model.materials))),
+        skeleton=0 if len(model.bones) else None,
+    )
+    fields = vertices.dtype.names
+    extras = {
+        "face_count": len(model.faces),
+        "draw_list_bounds": model.draw_list["bounds"].astype(np.float64).ravel().tolist(),
+        "draw_list_first": model.draw_list["first"].astype(np.int64).tolist(),
+        "draw_list_count": model.draw_list["count"].astype(np.int64).tolist(),
+        "draw_list_type": model.draw_list["type"].astype(np.int64).tolist(),
+        "operations": model.operations.tobytes().hex(),
+        "polygroup_count": model.polygroups["count"].astype(np.int64).tolist(),
+        "polygroup_unknown": model.polygroups["unknown"].astype(np.int64).tolist(),
+        "polygroup_first": model.polygroups["first"].astype(np.int64).tolist(),
+        "rig_counts": model.rigs["count"].astype(np.int64).tolist(),
+        "rig_bones": model.rigs["bones"].astype(np.int64).ravel().tolist(),
+    }
+    if "normal" in fields:
+        raw = vertices["normal"]
+        mesh.normals = Layer("normal", _apply(axis, (raw[:, :3].astype(np.float32) - 127) / 128))
+        extras["normal_w"] = raw[:, 3].tobytes().hex()
+    for layer, key in zip(UV_LAYERS, ("uv0", "uv1", "uv2"), strict=True):
+        if key in fields:
+            raw = vertices[key].astype(np.float32) / 1024
+            mesh.uv_layers.append(Layer(layer, np.stack([raw[:, 0], 1 - raw[:, 1]], axis=1)))
+    if "colour" in fields:
+        mesh.color_layers.append(Layer(COLOUR_LAYER, vertices["colour"].astype(np.float32) / 255))
+    if "weights" in fields:
+        joints, weights = resolve_skin(model, vertex_rig, vertices["bone_ids"], vertices["weights"])
+        lost = int(np.count_nonzero((weights == 0) & (vertices["weights"] > 0)))
+        if lost:
+            warnings.append(f"{lost} skin influences name no bone of their rig and were left out")
+        mesh.skin_joints, mesh.skin_weights = joints, weights
+        extras["skin"] = np.concatenate([vertices["bone_ids"], vertices["weights"]], axis=1).tobytes().hex()
+    mesh.extras[KEY] = extras
+    return mesh
+
+
+# -- export ---------------------------------------------------------------------
+
+
+def _int(value, default: int = 0) -> int:
+    return int(value, 16) if isinstance(value, str) else int(value) if value is not None else default
+
+
+def _per_vertex(layer: Layer | None, triangles: np.ndarray, count: int) -> np.ndarray | None:
+    if layer is None:
+        return None
+    data = np.asarray(layer.data)
+    if layer.domain == "POINT":
+        return data
+    out = np.zeros((count, data.shape[1]), data.dtype)
+    out[triangles.ravel()] = data
+    return out
+
+
+def _merged_mesh(scene: Scene) -> tuple[Mesh, dict]:
+    """The one mesh to write (several meshes are joined) and the extras that describe it."""
+    if not scene.meshes:
+        raise TamsoftExportError("the scene has no mesh to write")
+    if len(scene.meshes) == 1:
+        mesh = scene.meshes[0]
+        return mesh, mesh.extras.get(KEY, {})
+    offsets = np.cumsum([0] + [len(m.positions) for m in scene.meshes])
+    parts = []
+    for mesh, offset in zip(scene.meshes, offsets.tolist(), strict=False):
+        count = len(mesh.positions)
+        triangles = np.asarray(mesh.triangles, np.int64)
+        material = np.zeros(len(triangles), np.int64)
+        if mesh.material_indices is not None and mesh.materials:
+            material = np.asarray(mesh.materials)[mesh.material_indices]
+        normals = _per_vertex(mesh.normals, triangles, count)
+        parts.append((mesh, triangles + offset, material, normals))
+    joined = Mesh(
+        "joined",
+        np.concatenate([m.positions for m, *_ in parts]),
+        np.concatenate([t for _, t, *_ in parts]),
+        material_indices=np.concatenate([mat for _, _, mat, _ in parts]).astype(np.int32),
+        materials=list(range(len(scene.materials))),
+        skeleton=next((m.skeleton for m in scene.meshes if m.skeleton is not None), None),
+    )
+    if all(n is not None for *_, n in parts):
+        joined.normals = Layer("normal", np.concatenate([n for *_, n in parts]))
+    for k in range(min(len(m.uv_layers) for m in scene.meshes)):
+        layers = [_per_vertex(m.uv_layers[k], t, len(m.positions)) for m, t, *_ in parts]
+        joined.uv_layers.append(Layer(UV_LAYERS[k], np.concatenate(layers)))
+    if all(m.color_layers for m in scene.meshes):
+        layers = [_per_vertex(m.color_layers[0], t, len(m.positions)) for m, t, *_ in parts]
+        joined.color_layers.append(Layer(COLOUR_LAYER, np.concatenate(layers)))
+    if all(m.skin_joints is not None for m in scene.meshes):
+        width = max(m.skin_joints.shape[1] for m in scene.meshes)
+        joined.skin_joints = np.concatenate([_pad(m.skin_joints, width) for m in scene.meshes])
+        joined.skin_weights = np.concatenate([_pad(m.skin_weights, width) for m in scene.meshes])
+    return joined, {}
+
+
+def _pad(values: np.ndarray, width: int) -> np.ndarray:
+    return np.pad(np.asarray(values), ((0, 0), (0, width - values.shape[1])))
+
+
+def from_scene(scene: Scene, axis: np.ndarray | None = None, endian: str | None = None) -> tmd0.TMD0:
+    axis = DEFAULT_AXIS if axis is None else np.asarray(axis, np.float64)
+    header = scene.extras.get(KEY, {})
+    mesh, extras = _merged_mesh(scene)
+    model = tmd0.TMD0(endian or header.get("endian", "<"))
+    model.magic = bytes.fromhex(header.get("magic", model.magic.hex()))
+    model.reserved = header.get("reserved", 0)
+    model.unknown = header.get("unknown", model.unknown)
+    model.frame_count = header.get("frame_count", 0)
+    model.terminator = _int(header.get("terminator"))
+    model.unknown_count = _int(header.get("unknown_count"))
+    model.unknown_block = bytes.fromhex(header.get("unknown_block", ""))
+
+    skeleton = None
+    if mesh.skeleton is not None:
+        skeleton = scene.skeletons[mesh.skeleton]
+    elif scene.skeletons:
+        skeleton = scene.skeletons[0]
+    if skeleton is not None:
+        model.bones, model.hierarchy = _bones(skeleton, axis)
+
+    triangles = np.asarray(mesh.triangles, np.int64).reshape(-1, 3)
+    count = len(mesh.positions)
+    positions = _apply(axis.T, mesh.positions)
+    face_material = np.zeros(len(triangles), np.int64)
+    if mesh.material_indices is not None and mesh.materials:
+        face_material = np.asarray(mesh.materials, np.int64)[np.asarray(mesh.material_indices)]
+    model.materials = np.array(
+        [_material_record(m, model.endian) for m in scene.materials], tmd0.MATERIAL_DTYPE
+    )
+    model.textures = np.array(
+        [_texture_entry(img, i) for i, img in enumerate(scene.images)], tmd0.TEXTURE_DTYPE
+    )
+
+    skinned = skeleton is not None and mesh.skin_joints is not None
+    joints = weight_bytes = None
+    if skinned:
+        joints, weight_bytes = _encode_weights(mesh.skin_joints, mesh.skin_weights)
+        if len(joints) and joints.max() >= len(skeleton):
+            raise TamsoftExportError(f"mesh {mesh.name!r} is skinned to a bone outside its skeleton")
+
+    flags = header.get("flags", tmd0.POSITION | tmd0.INTERLEAVED) & ~tmd0.ATTRIBUTE_FLAGS
+    flags |= tmd0.NORMAL if mesh.normals is not None else 0
+    for k in range(min(len(mesh.uv_layers), len(UV_FLAGS))):
+        flags |= UV_FLAGS[k]
+    flags |= tmd0.COLOUR if mesh.color_layers else 0
+    flags |= tmd0.SKIN if skinned else 0
+    model.flags = flags
+
+    kept = _kept_draw_list(model, extras, triangles, face_material, count, joints, weight_bytes)
+    if kept is not None:
+        source, bone_ids = np.arange(count), kept
+        model.faces = triangles.astype(np.uint16)
+    else:
+        source, bone_ids = _build_draw_list(model, triangles, face_material, positions, joints, weight_bytes)
+    if len(source) > MAX_VERTICES:
+        raise TamsoftExportError(f"{len(source)} vertices: a tmd0 model holds at most {MAX_VERTICES}")
+
+    normals = _per_vertex(mesh.normals, triangles, count)
+    normals = None if normals is None else _apply(axis.T, np.asarray(normals)[:, :3])
+    model.vertices = _vertices(
+        model, mesh, extras, triangles, positions, normals, source, bone_ids, weight_bytes
+    )
+    unchanged = (
+        len(positions) and header.get("vertex_bounds") == _bounds(positions).astype(np.float64).tolist()
+    )
+    if unchanged and "bounds" in header:
+        model.bounds = np.array(header["bounds"], np.float32)
+    elif len(positions):
+        model.bounds = _bounds(positions)
+    if kept is not None and not unchanged:
+        model.draw_list["bounds"] = _entry_bounds(model)
+    model.layout = _layout(header.get("layout"))
+    return model
+
+
+def _bones(skeleton: Skeleton, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    count = len(skeleton)
+    parents = np.asarray(skeleton.parents, np.int64)
+    if np.any(parents >= np.arange(count)) or np.any(parents < -1):
+        raise TamsoftExportError(f"skeleton {skeleton.name!r}: every bone's parent must precede it")
+    rest = axis.T @ np.asarray(skeleton.rest, np.float64)
+    inverse = np.linalg.inv(rest).transpose(0, 2, 1).astype(np.float32)  # row-vector layout
+    heads = rest[:, :3, 3]
+    local = heads - np.where(parents[:, None] >= 0, heads[np.maximum(parents, 0)], 0)
+    hierarchy = np.zeros(count, tmd0.HIERARCHY_DTYPE)
+    hierarchy["parent"] = parents
+    hierarchy["position"] = local
+    extras = skeleton.bone_extras if len(skeleton.bone_extras) == count else [{}] * count
+    for i, (bone, extra) in enumerate(zip(skeleton.bone_names, extras, strict=True)):
+        stored = extra.get("hash")
+        hierarchy["hash"][i] = (
+            _int(stored) if stored and extra.get("name") == bone else bone_names.hash_for(bone)
+        )
+        hierarchy["unknown"][i] = extra.get("unknown", 0)
+        hierarchy["name_offset"][i] = extra.get("name_offset", 0)
+        if "inverse_bind" in extra:
+            original = np.array(extra["inverse_bind"], np.float32).reshape(4, 4)
+            if np.allclose(original, inverse[i], atol=MATRIX_TOLERANCE):
+                inverse[i] = original
+        if "position" in extra and np.allclose(extra["position"], local[i], atol=MATRIX_TOLERANCE):
+            hierarchy["position"][i] = extra["position"]
+    return inverse, hierarchy
+
+
+def _material_record(material: Material, endian: str) -> np.ndarray:
+    raw = material.extras.get("record")
+    if raw:
+        record = np.frombuffer(bytes.fromhex(raw), tmd0.with_endian(tmd0.MATERIAL_DTYPE, endian))[0]
+        record = record.astype(tmd0.MATERIAL_DTYPE)
+    else:
+        record = np.zeros((), tmd0.MATERIAL_DTYPE)
+        record["slot_count"] = tmd0.MATERIAL_SLOTS
+        record["slots"]["texture"] = -1
+        record["slots"]["params"] = (1, 1, 0, 0)
+    slots = record["slots"]
+    free = [k for k in range(tmd0.MATERIAL_SLOTS) if slots["texture"][k] < 0]
+    placed = set()
+    for slot in material.textures:
+        k = slot.extras.get("slot")
+        if not isinstance(k, int) or not 0 <= k < tmd0.MATERIAL_SLOTS or k in placed:
+            if not free:
+                raise TamsoftExportError(
+                    f"material {material.name!r} has more than {tmd0.MATERIAL_SLOTS} textures"
+                )
+            k = free.pop(0)
+        placed.add(k)
+        slots["type"][k] = slot.extras.get("type", SLOT_TYPES.get(slot.role, 0))
+        slots["texture"][k] = slot.image
+        params = np.array([*slot.scale, *slot.translate], np.float32)
+        if not np.allclose(slots["params"][k], params, atol=PARAM_TOLERANCE):
+            slots["params"][k] = params
+    for k in set(range(tmd0.MATERIAL_SLOTS)) - placed:
+        slots["texture"][k] = -1
+    if placed and max(placed) >= record["slot_count"]:
+        record["slot_count"] = max(placed) + 1
+    return record
+
+
+def _texture_entry(image: Image, index: int) -> tuple:
+    extras = image.extras
+    width, height = image.width, image.height
+    if image.pixels is not None and not (width and height):
+        height, width = image.pixels.shape[:2]
+    return (
+        _int(extras.get("index"), index),
+        _int(extras.get("unknown")),
+        extras.get("one", 1),
+        width,
+        height,
+        extras.get("flags", NEW_TEXTURE_FLAGS),
+    )
+
+
+def _encode_weights(joints: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The four strongest influences per vertex as (joints, weight bytes = round(w × 255))."""
+    joints = np.asarray(joints, np.int64)
+    weights = np.asarray(weights, np.float64)
+    if joints.shape[1] < INFLUENCES:
+        joints, weights = _pad(joints, INFLUENCES), _pad(weights, INFLUENCES)
+    order = np.argsort(-weights, axis=1, kind="stable")[:, :INFLUENCES]
+    joints = np.take_along_axis(joints, order, 1)
+    weights = np.take_along_axis(weights, order, 1)
+    return joints, np.clip(np.rint(weights * 255), 0, 255).astype(np.uint8)
+
+
+def _kept_draw_list(model, extras, triangles, face_material, count, joints, weight_bytes):
+    """Bone id bytes (V, 4) when the stored draw list still fits the scene (filled into ``model``), else None."""
+    if not extras or extras.get("face_count") != len(triangles) or count > MAX_VERTICES:
+        return None
+    draw_list = np.zeros(len(extras["draw_list_first"]), tmd0.BVH_DTYPE)
+    draw_list["bounds"] = np.array(extras["draw_list_bounds"], np.float32).reshape(-1, 6)
+    draw_list["first"], draw_list["count"] = extras["draw_list_first"], extras["draw_list_count"]
+    draw_list["type"] = extras["draw_list_type"]
+    operations = np.frombuffer(bytes.fromhex(extras["operations"]), tmd0.OPERATION_DTYPE).copy()
+    polygroups = np.zeros(len(extras["polygroup_first"]), tmd0.POLYGROUP_DTYPE)
+    polygroups["count"], polygroups["first"] = extras["polygroup_count"], extras["polygroup_first"]
+    polygroups["unknown"] = extras["polygroup_unknown"]
+    rigs = np.zeros(len(extras["rig_counts"]), tmd0.RIG_DTYPE)
+    rigs["count"] = extras["rig_counts"]
+    rigs["bones"] = np.array(extras["rig_bones"], np.int64).reshape(-1, tmd0.MAX_PALETTE)
+    trial = tmd0.TMD0(
+        model.endian, draw_list=draw_list, operations=operations, polygroups=polygroups, rigs=rigs
+    )
+    trial.faces, trial.bones = triangles, model.bones
+    trial.vertices = np.zeros(count, [("position", "<f4", (3,))])
+    if np.any(operations["value"][operations["type"] == OP_MATERIAL] >= len(model.materials)):
+        return None
+    if np.any(operations["value"][operations["type"] == OP_RIG] >= max(len(rigs), 1)):
+        return None
+    face_rule, vertex_rig = face_materials_and_vertex_rigs(trial)
+    if len(model.materials) and not np.array_equal(face_rule, face_material):
+        return None
+    bone_ids = np.zeros((count, INFLUENCES), np.uint8)
+    if joints is not None:
+        stored = bytes.fromhex(extras.get("skin", ""))
+        if len(stored) == count * 2 * INFLUENCES:
+            raw = np.frombuffer(stored, np.uint8).reshape(count, 2 * INFLUENCES)
+            original_joints, _ = resolve_skin(trial, vertex_rig, raw[:, :INFLUENCES], raw[:, INFLUENCES:])
+            same = np.all(
+                _canonical_skin(original_joints, raw[:, INFLUENCES:])
+                == _canonical_skin(joints, weight_bytes),
+                axis=1,
+            )
+        else:
+            raw, same = np.zeros((count, 2 * INFLUENCES), np.uint8), np.zeros(count, bool)
+        ids = _palette_ids(trial, vertex_rig, joints, weight_bytes, ~same)
+        if ids is None:
+            return None
+        bone_ids = np.where(same[:, None], raw[:, :INFLUENCES], ids)
+        weight_bytes[same] = raw[same, INFLUENCES:]
+    model.draw_list, model.operations, model.polygroups, model.rigs = draw_list, operations, polygroups, rigs
+    return bone_ids
+
+
+def _palette_ids(trial, vertex_rig, joints, weight_bytes, rows) -> np.ndarray | None:
+    """Palette indices of ``joints`` for the ``rows`` under each vertex's rig; None when one is missing."""
+    ids = np.zeros(joints.shape, np.uint8)
+    if not rows.any():
+        return ids
+    if not len(trial.rigs):
+        return joints.astype(np.uint8) if joints.max(initial=0) < 256 else None
+    slot_of = np.full((len(trial.rigs), max(len(trial.bones), 1)), -1, np.int64)
+    for r, (n, palette) in enumerate(zip(trial.rigs["count"].tolist(), trial.rigs["bones"], strict=True)):
+        slot_of[r, palette[:n]] = np.arange(n)
+    rig = np.maximum(vertex_rig, 0)
+    slots = slot_of[rig[:, None], joints]
+    needed = rows[:, None] & (weight_bytes > 0)
+    if np.any(needed & ((slots < 0) | (vertex_rig < 0)[:, None])):
+        return None
+    return np.where(needed, slots, 0).astype(np.uint8)
+
+
+def _build_draw_list(model, triangles, face_material, positions, joints, weight_bytes):
+    """Rebuild batches, rigs, polygroups and boxes; returns (source vertex per vertex, bone ids)."""
+    order = np.argsort(face_material, kind="stable")
+    faces, materials = triangles[order], face_material[order]
+    count = len(positions)
+    skinned = joints is not None
+    assigned = np.full((count, INFLUENCES), -1, np.int64)  # bone ids given to each source vertex
+    sources, ids_out = [np.arange(count)], [np.zeros((count, INFLUENCES), np.int64)]
+    remap_faces, bvh, operations, polygroups, rigs = [], [], [], [], []
+    next_vertex, face_base = count, 0
+    starts = np.flatnonzero(np.diff(materials, prepend=-1)) if len(materials) else np.zeros(0, np.int64)
+    for run_start, run_end in zip(starts.tolist(), np.append(starts[1:], len(faces)).tolist(), strict=True):
+        start = run_start
+        while start < run_end:
+            end, palette = run_end, np.zeros(0, np.int64)
+            if skinned:
+                end, palette = _batch(faces, start, run_end, joints, weight_bytes)
+            batch = faces[start:end]
+            if skinned:
+                vertices = np.unique(batch)
+                local = np.searchsorted(palette, joints[vertices])
+                local = np.where(weight_bytes[vertices] > 0, local, 0)
+                fresh = assigned[vertices, 0] < 0
+                assigned[vertices[fresh]] = local[fresh]
+                clash = ~fresh & np.any(assigned[vertices] != local, axis=1)
+                if clash.any():  # shared with a batch whose palette numbers the bones differently
+                    copies = next_vertex + np.arange(int(clash.sum()))
+                    remap = np.arange(next_vertex + len(copies))
+                    remap[vertices[clash]] = copies
+                    batch = remap[batch]
+                    sources.append(vertices[clash])
+                    ids_out.append(local[clash])
+                    next_vertex += len(copies)
+                rigs.append((len(palette), np.pad(palette, (0, tmd0.MAX_PALETTE - len(palette)))))
+            first_op = len(operations)
+            material = int(materials[start])
+            if skinned:
+                operations.append((len(rigs) - 1, OP_RIG))
+            if len(model.materials):
+                operations.append((material, OP_MATERIAL))
+            for offset in range(0, len(batch), MAX_POLYGROUP_FACES):
+                chunk = min(MAX_POLYGROUP_FACES, len(batch) - offset)
+                operations.append((len(polygroups), OP_DRAW))
+                polygroups.append((chunk, 0, face_base + offset))
+            operations.append((0, OP_END))
+            remap_faces.append(batch)
+            face_base += len(batch)
+            bvh.append((first_op, len(operations) - first_op, faces[start:end]))
+            start = end
+    source = np.concatenate(sources)
+    bone_ids = np.concatenate(ids_out)
+    bone_ids[:count][assigned[:, 0] >= 0] = assigned[assigned[:, 0] >= 0]
+    ops = np.array(operations, tmd0.OPERATION_DTYPE) if operations else np.zeros(0, tmd0.OPERATION_DTYPE)
+    if len(ops) and (max(len(polygroups), len(rigs), len(model.materials)) > MAX_OPERATION_VALUE + 1):
+        raise TamsoftExportError("more than 256 polygroups, rigs or materials: operations hold one byte")
+    model.operations = ops
+    model.polygroups = np.array(polygroups, tmd0.POLYGROUP_DTYPE)
+    model.rigs = np.array(rigs, tmd0.RIG_DTYPE)
+    model.faces = (np.concatenate(remap_faces) if remap_faces else np.zeros((0, 3), np.int64)).astype(
+        np.uint16
+    )
+    model.draw_list = np.zeros(len(bvh), tmd0.BVH_DTYPE)
+    for i, (first, n, batch_faces) in enumerate(bvh):
+        model.draw_list[i] = (_bounds(positions[batch_faces]), first, n, 1)
+    return source, bone_ids.astype(np.uint8)
+
+
+def _entry_bounds(model: tmd0.TMD0) -> np.ndarray:
+    """A box per draw list entry around the faces it draws (its stored box when it draws none)."""
+    boxes = model.draw_list["bounds"].copy()
+    drawn: dict[int, list[np.ndarray]] = {}
+    for entry, _, _, group in draw_calls(model):
+        first, n = int(model.polygroups["first"][group]), int(model.polygroups["count"][group])
+        drawn.setdefault(entry, []).append(model.faces[first : first + n].ravel())
+    positions = model.vertices["position"]
+    for entry, parts in drawn.items():
+        vertices = np.concatenate(parts)
+        if len(vertices):
+            boxes[entry] = _bounds(positions[vertices])
+    return boxes
+
+
+def _batch(faces, start, end, joints, weight_bytes) -> tuple[int, np.ndarray]:
+    """The end of the batch starting at ``start`` (at most 32 bones) and its sorted palette."""
+    face_bones = np.where(weight_bytes[faces[start:end]] > 0, joints[faces[start:end]], -1).reshape(
+        end - start, -1
+    )
+    flat = face_bones.ravel()
+    valid = np.flatnonzero(flat >= 0)
+    bones, first = np.unique(flat[valid], return_index=True)
+    if len(bones) > tmd0.MAX_PALETTE:
+        first_face = np.sort(valid[first] // face_bones.shape[1])
+        end = start + int(first_face[tmd0.MAX_PALETTE])
+        bones = np.unique(face_bones[: end - start][face_bones[: end - start] >= 0])
+    return end, bones
+
+
+def _vertices(
+    model, mesh, extras, triangles, positions, normals, source, bone_ids, weight_bytes
+) -> np.ndarray:
+    """The vertex records; ``positions`` and ``normals`` are in file axes already."""
+    count = len(positions)
+    out = np.zeros(len(source), tmd0.vertex_dtype(model.flags))
+    out["position"] = positions[source]
+    fields = out.dtype.names
+    if "normal" in fields:
+        out["normal"][:, :3] = np.clip(np.rint(normals[source] * 128 + 127), 0, 255)
+        stored = bytes.fromhex(extras.get("normal_w", ""))
+        if len(stored) == count:
+            out["normal"][:, 3] = np.frombuffer(stored, np.uint8)[source]
+    for k, key in enumerate(("uv0", "uv1", "uv2")):
+        if key in fields:
+            uv = np.asarray(_per_vertex(mesh.uv_layers[k], triangles, count), np.float64)[source]
+            raw = np.stack([uv[:, 0], 1 - uv[:, 1]], axis=1) * 1024
+            out[key] = np.clip(np.rint(raw), -0x8000, 0x7FFF)
+    if "colour" in fields:
+        colour = np.asarray(_per_vertex(mesh.color_layers[0], triangles, count), np.float64)[source]
+        out["colour"] = np.clip(np.rint(colour * 255), 0, 255)
+    if "weights" in fields:
+        out["weights"] = weight_bytes[source]
+        out["bone_ids"] = bone_ids
+    return out
+
+
+def _layout(stored: dict | None) -> tmd0.Layout | None:
+    if not stored:
+        return None
+    offsets, sizes = stored["table_offsets"], stored["table_sizes"]
+    return tmd0.Layout(
+        stored["size"],
+        {key: (_int(offsets[key]), sizes[key]) for key in offsets},
+        tuple(_int(p) for p in stored["pointers"]),
+        [(int(offset), bytes.fromhex(gap)) for offset, gap in stored["gaps"].items()],
+    )

@@ -1,0 +1,59 @@
+"""Readable summaries of tmd0 models and CAT containers for the inspection command."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import cat, tmd0
+
+
+def detect(data: bytes, name: str) -> bool:
+    return data[:4] in tmd0.MAGICS or (name.lower().endswith(".cat") and cat.detect(data))
+
+
+def summarize(data: bytes, name: str) -> str:
+    if data[:4] in tmd0.MAGICS:
+        return _model(tmd0.read(data, name), name)
+    container = cat.read(data, name)
+    names = container.names()
+    lines = [f"{name}: Tamsoft CAT container, header size 0x{container.header_size:X}"]
+    lines.append(f"  entries: {len(container.payloads)}")
+    for i, payload in enumerate(container.payloads):
+        label = names[i] if i < len(names) else "(unnamed)"
+        lines.append(f"    {i:3d} {label:<40} {len(payload):8d} bytes, starts {payload[:4]!r}")
+    for i, payload in enumerate(container.payloads):
+        if payload[:4] in tmd0.MAGICS:
+            lines.append(_model(tmd0.read(payload, f"{name}[{i}]"), f"  entry {i}"))
+    return "\n".join(lines)
+
+
+def _model(model: tmd0.TMD0, name: str) -> str:
+    order = "little" if model.endian == "<" else "big"
+    layout = "interleaved" if model.interleaved else "separate streams"
+    lines = [
+        f"{name}: Tamsoft model (tmd0 0x0100, {order}-endian)",
+        f"  vertex flags 0x{model.flags:04X} ({layout}: {', '.join(model.vertices.dtype.names)}), "
+        f"unknown 0x{model.unknown:04X}, frames {model.frame_count}",
+        f"  bounds {[round(float(v), 3) for v in model.bounds]}",
+        f"  vertices {len(model.vertices)}, faces {len(model.faces)}, polygroups {len(model.polygroups)}, "
+        f"draw list {len(model.draw_list)}, operations {len(model.operations)}, rigs {len(model.rigs)}, "
+        f"unknown table {model.unknown_count} ({len(model.unknown_block)} bytes)",
+        f"  bones: {len(model.bones)}",
+    ]
+    heads = np.asarray(model.hierarchy["position"], np.float64)
+    for i, entry in enumerate(model.hierarchy):
+        lines.append(
+            f"    {i:3d} hash 0x{int(entry['hash']):08X} parent {int(entry['parent']):3d} "
+            f"head {[round(float(v), 3) for v in heads[i]]}"
+        )
+    lines.append(f"  materials: {len(model.materials)}")
+    for i, record in enumerate(model.materials):
+        used = record["slots"][: int(record["slot_count"])]
+        slots = ", ".join(f"type {int(s['type'])} → {int(s['texture'])}" for s in used)
+        lines.append(f"    {i:3d} slots [{slots}]")
+    lines.append(f"  textures: {len(model.textures)}")
+    for t in model.textures:
+        lines.append(
+            f"    index {int(t['index'])} {int(t['width'])}x{int(t['height'])} flags 0x{int(t['flags']):04X}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,321 @@
+"""tmd0, CAT, bone names and the converter against hand-built bytes."""
+
+import dataclasses
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from retro_models.formats.binary import FormatError
+from retro_models.formats.tamsoft import cat, convert, inspect, names, tmd0
+from tamsoft_fixtures import (
+    BONE_HEADS,
+    BONE_IDS,
+    BOUNDS,
+    COLOURS,
+    FACES,
+    NORMALS,
+    POSITIONS,
+    TAIL,
+    UNKNOWN_BLOCK,
+    UVS,
+    WEIGHTS,
+    cat_bytes,
+    crc_name_hash,
+    dds_rgba,
+    table_offsets,
+    tmd0_bytes,
+)
+
+LAYOUTS = [("<", True), ("<", False), (">", True), (">", False)]
+
+
+@pytest.mark.parametrize(("endian", "interleaved"), LAYOUTS)
+def test_read_fields(endian, interleaved):
+    model = tmd0.read(tmd0_bytes(endian, interleaved))
+    assert model.endian == endian and model.interleaved == interleaved
+    assert (model.reserved, model.unknown, model.frame_count, model.terminator) == (0, 0x20, 0, 0)
+    np.testing.assert_array_equal(model.bounds, BOUNDS)
+    v = model.vertices
+    np.testing.assert_array_equal(v["position"], POSITIONS)
+    np.testing.assert_array_equal(v["normal"], NORMALS)
+    np.testing.assert_array_equal(v["weights"], WEIGHTS)
+    np.testing.assert_array_equal(v["bone_ids"], BONE_IDS)
+    np.testing.assert_array_equal(v["colour"], COLOURS)
+    np.testing.assert_array_equal(v["uv0"], UVS)
+    np.testing.assert_array_equal(model.faces, FACES)
+    assert model.polygroups.tolist() == [(2, 0x0508, 0), (2, 0, 2)]
+    assert model.operations.tolist() == [
+        (0, 0x40),
+        (0, 0x20),
+        (0, 0x30),
+        (0, 0x10),
+        (1, 0x30),
+        (0, 0x10),
+        (0, 0x30),
+    ]
+    assert model.draw_list["first"].tolist() == [0, 4] and model.draw_list["count"].tolist() == [4, 3]
+    assert model.rigs["count"].tolist() == [2] and model.rigs["bones"][0, :2].tolist() == [0, 1]
+    assert model.unknown_count == 1 and model.unknown_block == UNKNOWN_BLOCK
+    record = model.materials[0]
+    assert record["slot_count"] == 5 and record["tail"].tobytes() == TAIL
+    assert record["slots"]["type"].tolist() == [0, 3, 4, 4, 4]
+    assert record["slots"]["texture"].tolist() == [0, -1, -1, -1, -1]
+    np.testing.assert_array_equal(record["slots"]["params"][1], [2, 2, 0.5, 0.5])
+    assert model.textures.tolist() == [(0, 0, 1, 64, 32, 0xFF)]
+    assert model.hierarchy["hash"].tolist() == [crc_name_hash("root"), crc_name_hash("face_root")]
+    assert model.hierarchy["parent"].tolist() == [-1, 0]
+    assert (model.hierarchy["unknown"][0], model.hierarchy["name_offset"][1]) == (7, 5)
+    np.testing.assert_array_equal(model.inverse_binds[1][:3, 3], [0, -2, 0])
+    assert model.layout.tables["vertices"][0] == table_offsets(endian, interleaved)["vertices"]
+
+
+@pytest.mark.parametrize(("endian", "interleaved"), LAYOUTS)
+def test_round_trip(endian, interleaved):
+    data = tmd0_bytes(endian, interleaved)
+    assert tmd0.write(tmd0.read(data)) == data
+
+
+@pytest.mark.parametrize(("endian", "interleaved"), LAYOUTS)
+def test_written_from_scratch_reads_back_equal(endian, interleaved):
+    model = dataclasses.replace(tmd0.read(tmd0_bytes(endian, interleaved)), layout=None)
+    data = tmd0.write(model)
+    back = tmd0.read(data)
+    assert dataclasses.replace(back, layout=None) == model
+    if interleaved:  # pointers into the last vertex, as the engine leaves them
+        last = back.layout.tables["vertices"][0] + 3 * back.vertices.dtype.itemsize
+        assert back.layout.pointers[0] == last + back.vertices.dtype.fields["normal"][1]
+
+
+def test_name_hash():
+    assert names.name_hash("face_root") == 4027537564
+    assert names.name_hash("root") == crc_name_hash("root")
+    assert names.hash_for("bone_0000abcd") == 0xABCD
+    assert names.parse_names("# bones\nroot\n\n face_root \n") == ["root", "face_root"]
+
+
+@pytest.mark.parametrize("version", [0x0201, 0x0209, 0x0300])
+def test_unsupported_versions(version):
+    data = bytearray(tmd0_bytes())
+    struct.pack_into("<H", data, 10, version)
+    with pytest.raises(FormatError, match=f"0x{version:04X}"):
+        tmd0.read(bytes(data))
+
+
+def test_bad_magic_and_header_size():
+    data = tmd0_bytes()
+    with pytest.raises(FormatError, match="magic"):
+        tmd0.read(b"tmd1" + data[4:])
+    with pytest.raises(FormatError, match="header size"):
+        tmd0.read(data[:12] + b"\x29\x00" + data[14:])
+
+
+def test_truncation_at_every_boundary():
+    data = tmd0_bytes()
+    boundaries = {4, 12, 14, 16, 40, 100, 0x9F, *table_offsets().values(), len(data) - 1}
+    for size in sorted(boundaries):
+        with pytest.raises(FormatError):
+            tmd0.read(data[:size])
+
+
+@pytest.mark.parametrize(
+    ("offset", "value", "what"),
+    [
+        (44, 0x7FFFFFFF, "draw_list"),  # huge draw list count
+        (96, 0x7FFFFFFF, "vertices"),  # huge vertex count
+        (40, 0xFFFFFF00, "offset"),  # draw list outside the file
+        (132, 0x10, "overlap"),  # bones inside the header
+    ],
+)
+def test_hostile_header_fields(offset, value, what):
+    data = bytearray(tmd0_bytes())
+    struct.pack_into("<I", data, offset, value)
+    with pytest.raises(FormatError):
+        tmd0.read(bytes(data))
+
+
+def test_bad_references():
+    offsets = table_offsets()
+    data = bytearray(tmd0_bytes())
+    struct.pack_into("<H", data, offsets["faces"], 9)  # vertex 9 of 4
+    with pytest.raises(FormatError, match="vertex 9"):
+        tmd0.read(bytes(data))
+    data = bytearray(tmd0_bytes())
+    struct.pack_into("<i", data, offsets["hierarchy"] + 16, 1)  # root's parent is itself's successor
+    with pytest.raises(FormatError, match="parent"):
+        tmd0.read(bytes(data))
+    data = bytearray(tmd0_bytes())
+    struct.pack_into("<i", data, offsets["rigs"], 40)  # palette of 40 bones
+    with pytest.raises(FormatError, match="rig"):
+        tmd0.read(bytes(data))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 945), st.integers(0, 255))
+def test_fuzz_single_byte(position, value):
+    data = bytearray(tmd0_bytes())
+    data[position] = value
+    try:
+        model = tmd0.read(bytes(data))
+    except FormatError:
+        return
+    assert tmd0.write(model) == bytes(data)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=400))
+def test_fuzz_garbage(blob):
+    for data in (blob, tmd0_bytes()[:0xA0] + blob):
+        try:
+            tmd0.read(data)
+        except FormatError:
+            pass
+        try:
+            cat.read(data)
+        except FormatError:
+            pass
+
+
+# -- CAT ------------------------------------------------------------------------
+
+
+def test_cat_round_trip_and_names():
+    model = tmd0_bytes()
+    data = cat_bytes([model], ["TMD_TOON,pkg,asuka_mdl"])
+    container = cat.read(data)
+    assert container.header_size == 0x40 and container.names() == ["asuka_mdl"]
+    assert container.lines() == [["TMD_TOON", "pkg", "asuka_mdl"]]
+    assert container.payloads == [model] and cat.model_index(container) == 0
+    assert cat.write(container) == data
+    assert cat.write(cat.replace_payload(container, 0, model)) == data
+    assert inspect.detect(data, "x_mdl_0.cat") and "asuka_mdl" in inspect.summarize(data, "x_mdl_0.cat")
+
+
+def test_cat_bad_input():
+    data = cat_bytes([tmd0_bytes()], ["TMD_TOON,pkg,m"])
+    for size in (0, 4, 7, 10):
+        with pytest.raises(FormatError):
+            cat.read(data[:size])
+    bad = bytearray(data)
+    struct.pack_into("<I", bad, 4, len(data) + 1)
+    with pytest.raises(FormatError, match="payload 0"):
+        cat.read(bytes(bad))
+    with pytest.raises(FormatError, match="no tmd0"):
+        cat.model_index(cat.read(cat_bytes([b"GXT\0"], ["GXT,pkg,t"])))
+
+
+def test_open_model_with_texture_cat(tmp_path):
+    model_path = tmp_path / "asuka_mdl_00.cat"
+    model_path.write_bytes(cat_bytes([tmd0_bytes()], ["TMD_TOON,pkg,asuka"]))
+    (tmp_path / "asuka_tex_00.cat").write_bytes(cat_bytes([b"GXT\0" + bytes(12)], ["GXT,pkg,asuka_body"]))
+    package = cat.open_model(model_path)
+    assert package.name == "asuka" and package.textures == [("asuka_body", b"GXT\0" + bytes(12))]
+    scene = convert.to_scene(package.model, package.textures)
+    assert scene.images[0].name == "asuka_body" and scene.images[0].pixels is None
+    assert scene.images[0].source_format == "GXT" and (scene.images[0].width, scene.images[0].height) == (
+        64,
+        32,
+    )
+    assert any("asuka_body (GXT)" in w for w in scene.warnings)
+    edited = convert.from_scene(scene)
+    assert cat.save_model(package, tmd0.write(edited)) == model_path.read_bytes()
+
+
+def test_dds_texture_is_decoded():
+    scene = convert.to_scene(tmd0.read(tmd0_bytes()), [("tex", dds_rgba())])
+    pixels = scene.images[0].pixels
+    assert pixels.shape == (2, 2, 4) and pixels[0, 0].tolist() == [2, 1, 0, 3] and not scene.warnings
+
+
+# -- converter ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("endian", "interleaved"), LAYOUTS)
+def test_to_scene(endian, interleaved):
+    scene = convert.to_scene(tmd0.read(tmd0_bytes(endian, interleaved)), names=["face_root"])
+    skeleton = scene.skeletons[0]
+    assert skeleton.bone_names == [names.fallback_name(crc_name_hash("root")), "face_root"]
+    assert skeleton.bone_extras[1]["hash"] == f"0x{crc_name_hash('face_root'):08X}"
+    # Y-up heads at y = 1, 2 become Z-up.
+    np.testing.assert_allclose(skeleton.rest[:, :3, 3], [[0, 0, 1], [0, 0, 2]])
+    # Parent-relative transforms keep the file's axes (the axis only turns the world).
+    np.testing.assert_allclose(skeleton.local_rest()[1][:3, 3], [0, BONE_HEADS[1][1] - BONE_HEADS[0][1], 0])
+    mesh = scene.meshes[0]
+    np.testing.assert_array_equal(mesh.positions[0], [1, -1, 1])  # (x, -z, y)
+    assert mesh.uv_layers[0].data[0].tolist() == [0.5, 1.25]
+    np.testing.assert_array_equal(
+        mesh.color_layers[0].data[0], np.float32([255, 128, 0, 255]) / np.float32(255)
+    )
+    # Vertex 1: ids (0, 1) through rig 0 → bones (0, 1); vertex 3 drawn by polygroup 1 with rig 0 too.
+    assert mesh.skin_joints[1, :2].tolist() == [0, 1] and mesh.skin_joints[3, 0] == 1
+    np.testing.assert_allclose(mesh.skin_weights[3, :2], [200 / 255, 55 / 255])
+    assert mesh.material_indices.tolist() == [0, 0, 0, 0]
+    material = scene.materials[0]
+    assert [(s.image, s.role, s.scale) for s in material.textures] == [(0, "base_color", (1.0, 1.0))]
+
+
+def test_normals_point_outward():
+    mesh = convert.to_scene(tmd0.read(tmd0_bytes())).meshes[0]
+    p = mesh.positions[mesh.triangles]
+    face_normals = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
+    vertex_normals = mesh.normals.data[mesh.triangles].mean(axis=1)
+    assert np.mean(np.sum(face_normals * vertex_normals, axis=1)) > 0
+    assert np.all(np.linalg.norm(mesh.normals.data, axis=1) > 0.98)
+
+
+def _perturbed(scene):
+    for skeleton in scene.skeletons:
+        skeleton.rest = skeleton.rest + 1e-6
+    for material in scene.materials:
+        for slot in material.textures:
+            slot.scale = tuple(v + 1e-6 for v in slot.scale)
+    return scene
+
+
+@pytest.mark.parametrize(("endian", "interleaved"), LAYOUTS)
+def test_scene_round_trip_is_byte_exact(endian, interleaved):
+    data = tmd0_bytes(endian, interleaved)
+    scene = _perturbed(convert.to_scene(tmd0.read(data)))
+    assert tmd0.write(convert.from_scene(scene)) == data
+
+
+def test_renamed_bone_gets_new_hash_and_edited_mesh_rebuilds():
+    scene = convert.to_scene(tmd0.read(tmd0_bytes()))
+    scene.skeletons[0].bone_names[1] = "face_root"
+    mesh = scene.meshes[0]
+    mesh.positions = mesh.positions * 2
+    model = convert.from_scene(scene)
+    assert model.hierarchy["hash"].tolist() == [crc_name_hash("root"), 4027537564]
+    np.testing.assert_array_equal(model.bounds, [-2, -2, -2, 2, 2, 2])
+    assert model.draw_list["bounds"][0].tolist() == [-2, -2, -2, 2, 2, 2]
+
+
+def test_from_scratch_palettes_split_at_32_bones():
+    # 40 bones in a chain, one triangle per bone pair: batches need two palettes.
+    from retro_models.formats.scene import Mesh, Scene, Skeleton
+
+    count = 40
+    rest = np.tile(np.eye(4), (count, 1, 1))
+    rest[:, 2, 3] = np.arange(count)
+    skeleton = Skeleton(
+        "arm", [f"b{i}" for i in range(count)], np.arange(-1, count - 1, dtype=np.int32), rest
+    )
+    positions = np.array([[i, 0, z] for z in range(count) for i in range(3)], np.float32)
+    triangles = np.arange(3 * count).reshape(count, 3)
+    joints = np.repeat(np.arange(count), 3)[:, None]
+    mesh = Mesh(
+        "m", positions, triangles, skeleton=0, skin_joints=joints, skin_weights=np.ones((3 * count, 1))
+    )
+    model = convert.from_scene(Scene(skeletons=[skeleton], meshes=[mesh]), axis=np.eye(4))
+    assert model.rigs["count"].tolist() == [32, 8]
+    back = tmd0.read(tmd0.write(model))
+    scene = convert.to_scene(back, axis=np.eye(4))
+    np.testing.assert_array_equal(scene.meshes[0].skin_joints[:, 0], joints[:, 0])
+    assert scene.skeletons[0].bone_names[5] == names.fallback_name(names.name_hash("b5"))
+    np.testing.assert_allclose(scene.skeletons[0].rest, rest, atol=1e-6)
+
+
+def test_inspect_model():
+    text = inspect.summarize(tmd0_bytes(">", False), "m.tmd")
+    assert "big-endian" in text and "separate streams" in text and f"0x{crc_name_hash('root'):08X}" in text
