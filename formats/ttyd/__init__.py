@@ -1,0 +1,1 @@
+"""Paper Mario: The Thousand-Year Door character and object models (with their TPL textures)."""
