@@ -1,0 +1,797 @@
+"""Build Blender data from a neutral ``Scene``: the one builder every importer uses.
+
+Everything is created in bulk from numpy (``foreach_set``, ``keyframe_points.add``);
+what Blender cannot hold natively is kept in custom properties and attributes
+(see ``props``) so that ``extract.extract_scene`` gives the same Scene back.
+
+Choices a user sees:
+- One collection per import, with a child collection per ``Mesh.collection``.
+  Hidden meshes (e.g. lower levels of detail) are hidden in the viewport
+  (the eye, so one click shows them) and in renders.
+- Each Animation becomes one action per animated datablock: bone and armature
+  object channels on the armature object, visibility on the mesh object,
+  shape keys on the mesh's shape keys, material channels on the material's
+  node tree. All get a fake user so they persist; the first animation is
+  assigned. Looping animations get a Cycles modifier on every F-curve.
+- Material channels: ``texture.<slot>.translate|rotate|scale`` drive that
+  slot's Mapping node, ``color.base_color`` the Principled Base Color; any
+  other path (e.g. ``texture.<slot>.image_index``) is keyed on a custom
+  property of that name on the node tree, so it travels back on export
+  (the viewport shows the slot's first image).
+- Bone euler channels keep their keys and Bézier handles when the bone's rest
+  rotation (parent-relative) is the identity; otherwise, and when a bone also
+  has quaternion channels, they are baked to quaternions at every frame
+  (listed in ``BuildResult.baked``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+from mathutils import Matrix
+
+from ...formats.scene import Animation, Channel, Image, Layer, Material, Mesh, Scene, Skeleton, matrix_to_quat
+from . import compat, props
+from .curves import BoneMaps, continuity_signs, euler_to_matrix, map_keys, sample
+
+_INTERPOLATION = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}
+_HANDLE_FREE = 0
+_WRAP_TO_EXTENSION = {"REPEAT": "REPEAT", "CLAMP": "EXTEND", "MIRROR": "MIRROR"}
+_BONE_PATHS = ("location", "rotation_quaternion", "rotation_euler", "scale")
+
+
+@dataclass
+class BuildResult:
+    collection: bpy.types.Collection
+    armatures: list[bpy.types.Object] = field(default_factory=list)  # per Scene skeleton
+    objects: list[bpy.types.Object] = field(default_factory=list)  # per Scene mesh
+    materials: list[bpy.types.Material] = field(default_factory=list)
+    images: list[bpy.types.Image] = field(default_factory=list)
+    actions: list[bpy.types.Action] = field(default_factory=list)
+    baked: list[str] = field(default_factory=list)  # "animation: bone path" channels baked per frame
+    warnings: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "armatures": len(self.armatures),
+            "meshes": len(self.objects),
+            "materials": len(self.materials),
+            "images": len(self.images),
+            "actions": len(self.actions),
+        }
+
+
+def build_scene(
+    scene: Scene,
+    context,
+    *,
+    collection_name: str | None = None,
+    progress: Callable[[float], None] | None = None,
+    set_frame_rate: bool = True,
+    animatable_mapping: bool = False,
+) -> BuildResult:
+    """Create the Scene's images, materials, armatures, meshes and actions in ``context.scene``.
+
+    ``set_frame_rate`` sets the scene's frame rate and range from the first
+    animation; ``animatable_mapping`` gives every texture slot a Mapping node
+    (else only slots with a transform or a texture animation get one).
+    """
+    report = progress or (lambda fraction: None)
+    if context.view_layer.objects.active and context.view_layer.objects.active.mode != "OBJECT":
+        bpy.ops.object.mode_set(mode="OBJECT")
+    collection = bpy.data.collections.new(collection_name or scene.name or "Import")
+    context.scene.collection.children.link(collection)
+    props.set_extras(collection, scene.extras)
+    result = BuildResult(collection)
+
+    result.images = [_build_image(image) for image in scene.images]
+    report(0.1)
+    animated_slots = {
+        (c.target, int(c.path.split(".")[1]))
+        for a in scene.animations
+        for c in a.channels
+        if c.target_kind == "material" and _mapping_input(c.path)
+    }
+    result.materials = [
+        _build_material(m, result.images, scene.images, animated_slots, animatable_mapping)
+        for m in scene.materials
+    ]
+    report(0.15)
+    maps = [bone_maps(s) for s in scene.skeletons]
+    rotation_modes = _rotation_modes(scene, maps)
+    for i, skeleton in enumerate(scene.skeletons):
+        modes = {bone: mode for (s, bone), mode in rotation_modes.items() if s == i}
+        result.armatures.append(_build_armature(context, skeleton, collection, modes, result))
+    report(0.2)
+    child_collections: dict[str, bpy.types.Collection] = {}
+    for i, mesh in enumerate(scene.meshes):
+        target = collection
+        if mesh.collection:
+            if mesh.collection not in child_collections:
+                child_collections[mesh.collection] = bpy.data.collections.new(mesh.collection)
+                child_collections[mesh.collection][props.SCENE_NAME] = mesh.collection
+                collection.children.link(child_collections[mesh.collection])
+            target = child_collections[mesh.collection]
+        armature = result.armatures[mesh.skeleton] if mesh.skeleton is not None else None
+        obj = _build_mesh(context, mesh, target, result.materials, armature, result)
+        result.objects.append(obj)
+        report(0.2 + 0.5 * (i + 1) / len(scene.meshes))
+    groups = []
+    for i, animation in enumerate(scene.animations):
+        groups.append(_build_animation(scene, animation, i, maps, result))
+        report(0.7 + 0.3 * (i + 1) / len(scene.animations))
+    collection[props.SCENE] = {
+        "name": scene.name,
+        "materials": [m.name for m in result.materials],
+        "images": [i.name for i in result.images],
+        "animations": groups,
+    }
+    for i, armature in enumerate(result.armatures):
+        armature.data[props.ANIMATIONS] = [
+            g for g, a in zip(groups, scene.animations, strict=True) if (a.skeleton or 0) == i
+        ]
+    if set_frame_rate and scene.animations:
+        _set_frame_rate(context.scene, scene.animations[0])
+    hidden = [o for o, m in zip(result.objects, scene.meshes, strict=True) if m.hidden]
+    if hidden:
+        context.view_layer.update()  # the view layer knows new objects only once synced
+        for obj in hidden:
+            obj.hide_set(True, view_layer=context.view_layer)
+    report(1.0)
+    return result
+
+
+# -- images -------------------------------------------------------------------
+
+
+def pixels_hash(pixels: np.ndarray) -> str:
+    """Hash of (H, W, 4) uint8 pixels, top row first."""
+    return hashlib.sha1(np.ascontiguousarray(pixels, dtype=np.uint8).tobytes()).hexdigest()
+
+
+def _build_image(image: Image) -> bpy.types.Image:
+    pixels = image.pixels
+    if pixels is None:
+        height, width = max(image.height, 1), max(image.width, 1)
+        pixels = np.broadcast_to(np.array([255, 0, 255, 255], np.uint8), (height, width, 4))
+    height, width = pixels.shape[:2]
+    blender_image = bpy.data.images.new(image.name, width, height, alpha=True)
+    blender_image[props.SCENE_NAME] = image.name
+    blender_image.alpha_mode = "CHANNEL_PACKED"
+    flat = np.ascontiguousarray(pixels[::-1], dtype=np.float32).reshape(-1) * np.float32(1 / 255)
+    blender_image.pixels.foreach_set(flat)
+    blender_image.pack()
+    blender_image[props.PIXELS_HASH] = pixels_hash(pixels)
+    if image.pixels is None:
+        blender_image[props.UNDECODED] = [image.width, image.height]
+    if image.source_bytes is not None:
+        blender_image[props.SOURCE_BYTES] = base64.b64encode(image.source_bytes).decode("ascii")
+    blender_image[props.SOURCE_FORMAT] = image.source_format
+    props.set_extras(blender_image, image.extras)
+    return blender_image
+
+
+# -- materials ----------------------------------------------------------------
+
+
+def _mapping_input(path: str) -> tuple[str, tuple[int, ...]] | None:
+    """The Mapping node input and components a material channel path drives, if any."""
+    parts = path.split(".")
+    if len(parts) != 3 or parts[0] != "texture" or not parts[1].isdigit():
+        return None
+    return {"translate": ("Location", (0, 1)), "rotate": ("Rotation", (2,)), "scale": ("Scale", (0, 1))}.get(
+        parts[2]
+    )
+
+
+def mapping_node_name(slot: int) -> str:
+    return f"Mapping {slot}"
+
+
+def _principled(tree) -> bpy.types.Node:
+    node = next((n for n in tree.nodes if n.type == "BSDF_PRINCIPLED"), None)
+    return node or tree.nodes.new("ShaderNodeBsdfPrincipled")
+
+
+def _build_material(material: Material, images, scene_images, animated_slots, animatable_mapping):
+    blender_material = compat.new_material(material.name)
+    blender_material[props.SCENE_NAME] = material.name
+    tree = blender_material.node_tree
+    bsdf = _principled(tree)
+    bsdf.inputs["Base Color"].default_value = material.base_color
+    bsdf.inputs["Alpha"].default_value = material.base_color[3]
+    blender_material.diffuse_color = material.base_color
+    # Since 4.2 transparency is blended or dithered; alpha clipping is a node (see _link_role).
+    blender_material.surface_render_method = "BLENDED" if material.alpha_mode == "BLEND" else "DITHERED"
+    blender_material[props.ALPHA_MODE] = material.alpha_mode
+    blender_material.use_backface_culling = material.backface_culling
+    props.set_extras(blender_material, material.extras)
+    linked: set[str] = set()
+    for i, slot in enumerate(material.textures):
+        node = tree.nodes.new("ShaderNodeTexImage")
+        node.location = (-700, 300 - 320 * i)
+        node.image = images[slot.image]
+        node.extension = _WRAP_TO_EXTENSION.get(slot.wrap_s, "REPEAT")
+        node[props.SLOT] = {
+            "index": i,
+            "role": slot.role,
+            "wrap_s": slot.wrap_s,
+            "wrap_t": slot.wrap_t,
+            # The transform at rest, for when an animation drives the Mapping node.
+            "translate": list(slot.translate),
+            "rotate": slot.rotate,
+            "scale": list(slot.scale),
+        }
+        props.set_extras(node, slot.extras)
+        vector = None
+        if slot.uv_layer:
+            uv_node = tree.nodes.new("ShaderNodeUVMap")
+            uv_node.uv_map = slot.uv_layer
+            uv_node.location = (-1250, node.location.y)
+            vector = uv_node.outputs["UV"]
+        transformed = slot.translate != (0.0, 0.0) or slot.rotate != 0.0 or tuple(slot.scale) != (1.0, 1.0)
+        if transformed or animatable_mapping or (material.name, i) in animated_slots:
+            mapping = tree.nodes.new("ShaderNodeMapping")
+            mapping.name = mapping_node_name(i)
+            mapping.location = (-950, node.location.y)
+            mapping.inputs["Location"].default_value = (*slot.translate, 0.0)
+            mapping.inputs["Rotation"].default_value = (0.0, 0.0, slot.rotate)
+            mapping.inputs["Scale"].default_value = (*slot.scale, 1.0)
+            if vector is None:
+                coords = tree.nodes.new("ShaderNodeTexCoord")
+                coords.location = (-1250, node.location.y)
+                vector = coords.outputs["UV"]
+            tree.links.new(vector, mapping.inputs["Vector"])
+            vector = mapping.outputs["Vector"]
+        if vector is not None:
+            tree.links.new(vector, node.inputs["Vector"])
+        _link_role(tree, bsdf, node, slot.role, material, scene_images[slot.image], linked)
+    return blender_material
+
+
+def _link_role(tree, bsdf, node, role, material, scene_image, linked):
+    """Connect the first texture of each role to the Principled BSDF."""
+    if role in linked:
+        return
+    if role == "base_color":
+        tree.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
+        has_alpha = scene_image.pixels is not None and bool((scene_image.pixels[..., 3] < 255).any())
+        if material.alpha_mode == "CLIP":
+            clip = tree.nodes.new("ShaderNodeMath")
+            clip.name = clip.label = "Alpha Clip"
+            clip.operation = "GREATER_THAN"
+            clip.inputs[1].default_value = 0.5
+            clip.location = (-250, node.location.y - 200)
+            tree.links.new(node.outputs["Alpha"], clip.inputs[0])
+            tree.links.new(clip.outputs["Value"], bsdf.inputs["Alpha"])
+        elif material.alpha_mode == "BLEND" or has_alpha:
+            tree.links.new(node.outputs["Alpha"], bsdf.inputs["Alpha"])
+    elif role == "normal":
+        node.image.colorspace_settings.name = "Non-Color"
+        normal_map = tree.nodes.new("ShaderNodeNormalMap")
+        normal_map.location = (-250, node.location.y)
+        tree.links.new(node.outputs["Color"], normal_map.inputs["Color"])
+        tree.links.new(normal_map.outputs["Normal"], bsdf.inputs["Normal"])
+    elif role == "emission":
+        tree.links.new(node.outputs["Color"], bsdf.inputs["Emission Color"])
+        bsdf.inputs["Emission Strength"].default_value = 1.0
+    else:
+        return
+    linked.add(role)
+
+
+# -- armatures ----------------------------------------------------------------
+
+
+def _display(skeleton: Skeleton) -> np.ndarray:
+    return np.eye(4) if skeleton.bone_display is None else np.asarray(skeleton.bone_display, dtype=np.float64)
+
+
+def _orthonormal(rest: np.ndarray) -> tuple[np.ndarray, float]:
+    """Rest matrices without scale, shear or mirroring (edit bones cannot hold them), and how far off they were."""
+    u, s, vt = np.linalg.svd(rest[:, :3, :3])
+    mirrored = np.linalg.det(u @ vt) < 0
+    u[mirrored, :, 2] *= -1
+    s[mirrored, 2] *= -1
+    out = rest.copy()
+    out[:, :3, :3] = u @ vt
+    return out, float(np.abs(s - 1).max(initial=0.0))
+
+
+def bone_lengths(rest: np.ndarray, parents: np.ndarray, display: np.ndarray) -> np.ndarray:
+    """Lengths that reach each bone's farthest child ahead of it, else half the parent's (or typical) length."""
+    heads = rest[:, :3, 3]
+    axes = (rest[:, :3, :3] @ display[:3, :3])[:, :, 1]
+    lengths = np.zeros(len(parents))
+    for i, parent in enumerate(parents):
+        if parent >= 0:
+            reach = (heads[i] - heads[parent]) @ axes[parent]
+            lengths[parent] = max(lengths[parent], reach)
+    extent = float(np.ptp(heads, axis=0).max(initial=0.0)) if len(heads) else 0.0
+    typical = float(np.median(lengths[lengths > 0])) if (lengths > 0).any() else max(extent * 0.1, 0.1)
+    minimum = typical * 0.1
+    for i, parent in enumerate(parents):  # parents precede children
+        if lengths[i] < minimum:
+            lengths[i] = max(lengths[parent] * 0.5 if parent >= 0 else typical, minimum)
+    return lengths
+
+
+def _build_armature(context, skeleton: Skeleton, collection, rotation_modes, result) -> bpy.types.Object:
+    armature = bpy.data.armatures.new(skeleton.name)
+    obj = bpy.data.objects.new(skeleton.name, armature)
+    obj[props.SCENE_NAME] = skeleton.name
+    collection.objects.link(obj)
+    display = _display(skeleton)
+    rest, scale_error = _orthonormal(np.asarray(skeleton.rest, dtype=np.float64))
+    if scale_error > 1e-4:
+        result.warnings.append(
+            f"{skeleton.name}: bone rest matrices with scale, shear or mirroring were made rotations"
+        )
+    shown = rest @ display
+    lengths = bone_lengths(rest, skeleton.parents, display)
+    deform = np.ones(len(skeleton), bool) if skeleton.deform is None else np.asarray(skeleton.deform, bool)
+    context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    edit_bones = []
+    for i, name in enumerate(skeleton.bone_names):
+        bone = armature.edit_bones.new(name)
+        bone.head = (0.0, 0.0, 0.0)
+        bone.tail = (0.0, float(lengths[i]), 0.0)
+        bone.matrix = Matrix(shown[i].tolist())
+        if skeleton.parents[i] >= 0:
+            bone.parent = edit_bones[skeleton.parents[i]]
+        bone.use_deform = bool(deform[i])
+        edit_bones.append(bone)
+    names = [b.name for b in edit_bones]
+    bpy.ops.object.mode_set(mode="OBJECT")
+    if names != list(skeleton.bone_names):
+        result.warnings.append(f"{skeleton.name}: bone names were shortened or made unique by Blender")
+    armature[props.JOINT_ORDER] = names
+    if skeleton.bone_display is not None:
+        armature[props.BONE_DISPLAY] = display.reshape(-1).tolist()
+    props.set_extras(armature, skeleton.extras)
+    for name, extras in zip(names, skeleton.bone_extras, strict=False):
+        props.set_extras(armature.bones[name], extras)
+    for name, pose_bone in zip(skeleton.bone_names, (obj.pose.bones[n] for n in names), strict=True):
+        pose_bone.rotation_mode = rotation_modes.get(name, "QUATERNION")
+    return obj
+
+
+def bone_maps(skeleton: Skeleton) -> dict[str, BoneMaps]:
+    """Bone name → the maps between its parent-relative channels and its pose basis."""
+    rest, _ = _orthonormal(np.asarray(skeleton.rest, dtype=np.float64))
+    local = Skeleton(skeleton.name, skeleton.bone_names, skeleton.parents, rest).local_rest()
+    display = _display(skeleton)
+    rest_quats = matrix_to_quat(local[:, :3, :3])
+    display_quat = matrix_to_quat(display[:3, :3])
+    return {
+        name: BoneMaps(m, display, q, display_quat)
+        for name, m, q in zip(skeleton.bone_names, local, rest_quats, strict=True)
+    }
+
+
+def _rotation_modes(scene: Scene, maps: list[dict[str, BoneMaps]]) -> dict[tuple[int, str], str]:
+    """(skeleton, bone) → 'XYZ' when its only rotation channels are eulers that map exactly, else 'QUATERNION'."""
+    modes: dict[tuple[int, str], str] = {}
+    for animation in scene.animations:
+        if not scene.skeletons:
+            break
+        skeleton = animation.skeleton or 0
+        for channel in animation.channels:
+            bone = maps[skeleton].get(channel.target) if channel.target_kind == "bone" else None
+            if bone is None:
+                continue
+            key = (skeleton, channel.target)
+            exact_euler = "rotation_euler" in bone.maps
+            if channel.path == "rotation_quaternion" or (
+                channel.path == "rotation_euler" and not exact_euler
+            ):
+                modes[key] = "QUATERNION"
+            elif channel.path == "rotation_euler":
+                modes.setdefault(key, "XYZ")
+    return modes
+
+
+# -- meshes -------------------------------------------------------------------
+
+
+def _attribute(mesh, name: str, kind: str, domain: str, data: np.ndarray, field_name: str) -> None:
+    mesh.attributes.new(name, kind, domain).data.foreach_set(
+        field_name, np.ascontiguousarray(data, np.float32).ravel()
+    )
+
+
+def _corner_data(
+    layer_data: np.ndarray, domain: str, corner_vertices: np.ndarray, keep: np.ndarray
+) -> np.ndarray:
+    """A layer's values per built corner (POINT layers expanded through the corner vertices)."""
+    if domain == "POINT":
+        return layer_data[corner_vertices]
+    return layer_data.reshape(-1, 3, layer_data.shape[-1])[keep].reshape(-1, layer_data.shape[-1])
+
+
+def set_normals(blender_mesh, normals: Layer, corners: np.ndarray, keep: np.ndarray) -> None:
+    """Blender's custom normals, and the exact source normals beside them for the extractor."""
+    data = np.asarray(normals.data, np.float32)
+    if normals.domain == "POINT":
+        blender_mesh.normals_split_custom_set_from_vertices(data)
+    else:
+        data = _corner_data(data, "CORNER", corners, keep)
+        blender_mesh.normals_split_custom_set(data)
+    _attribute(blender_mesh, props.SOURCE_NORMAL, "FLOAT_VECTOR", normals.domain, data, "vector")
+
+
+def _build_mesh(context, mesh: Mesh, collection, materials, armature, result) -> bpy.types.Object:
+    triangles = np.asarray(mesh.triangles, np.int32).reshape(-1, 3)
+    # Blender cannot hold triangles that repeat a vertex (or name a missing one).
+    keep = (
+        (triangles[:, 0] != triangles[:, 1])
+        & (triangles[:, 1] != triangles[:, 2])
+        & (triangles[:, 0] != triangles[:, 2])
+        & ((triangles >= 0) & (triangles < len(mesh.positions))).all(axis=1)
+    )
+    if not keep.all():
+        result.warnings.append(f"{mesh.name}: {int((~keep).sum())} degenerate triangles left out")
+        triangles = triangles[keep]
+    corners = triangles.ravel()
+    blender_mesh = bpy.data.meshes.new(mesh.name)
+    blender_mesh.vertices.add(len(mesh.positions))
+    blender_mesh.loops.add(len(corners))
+    blender_mesh.polygons.add(len(triangles))
+    blender_mesh.attributes["position"].data.foreach_set(
+        "vector", np.ascontiguousarray(mesh.positions, np.float32).ravel()
+    )
+    blender_mesh.attributes[".corner_vert"].data.foreach_set("value", corners)
+    blender_mesh.polygons.foreach_set("loop_start", np.arange(0, len(corners), 3, dtype=np.int32))
+    blender_mesh.update(calc_edges=True)
+
+    if mesh.normals is not None:
+        set_normals(blender_mesh, mesh.normals, corners, keep)
+    info = {"uv_domains": {}}
+    for layer in mesh.uv_layers:
+        uv = blender_mesh.uv_layers.new(name=layer.name)
+        info["uv_domains"][uv.name] = layer.domain
+        uv.data.foreach_set(
+            "uv",
+            np.ascontiguousarray(
+                _corner_data(np.asarray(layer.data), layer.domain, corners, keep), np.float32
+            ).ravel(),
+        )
+    for layer in mesh.color_layers:
+        data = np.asarray(layer.data)
+        if layer.domain == "CORNER":
+            data = _corner_data(data, "CORNER", corners, keep)
+        attribute = blender_mesh.color_attributes.new(layer.name, "FLOAT_COLOR", layer.domain)
+        attribute.data.foreach_set("color", np.ascontiguousarray(data, np.float32).ravel())
+    if mesh.tangents is not None:
+        data = np.asarray(mesh.tangents.data)
+        if mesh.tangents.domain == "CORNER":
+            data = _corner_data(data, "CORNER", corners, keep)
+        _attribute(blender_mesh, props.TANGENT, "FLOAT_VECTOR", mesh.tangents.domain, data[:, :3], "vector")
+        _attribute(blender_mesh, props.TANGENT_SIGN, "FLOAT", mesh.tangents.domain, data[:, 3], "value")
+    for index in mesh.materials:
+        blender_mesh.materials.append(materials[index])
+    if mesh.material_indices is not None and mesh.materials:
+        blender_mesh.polygons.foreach_set("material_index", np.asarray(mesh.material_indices, np.int32)[keep])
+    if mesh.skin_weights is not None:
+        info["skin_influences"] = int(np.asarray(mesh.skin_weights).shape[1])
+    if mesh.shape_keys:
+        info["shape_key_extras"] = {k.name: k.extras for k in mesh.shape_keys if k.extras}
+    props.set_extras(blender_mesh, mesh.extras)
+
+    obj = bpy.data.objects.new(mesh.name, blender_mesh)
+    obj[props.SCENE_NAME] = mesh.name
+    collection.objects.link(obj)
+    if mesh.matrix is not None:
+        obj.matrix_basis = Matrix(np.asarray(mesh.matrix, dtype=np.float64).tolist())
+    if armature is not None:
+        obj.parent = armature
+        modifier = obj.modifiers.new("Armature", "ARMATURE")
+        modifier.object = armature
+        if mesh.skin_joints is not None and mesh.skin_weights is not None:
+            add_vertex_groups(
+                obj, list(armature.data[props.JOINT_ORDER]), mesh.skin_joints, mesh.skin_weights
+            )
+    if mesh.shape_keys:
+        obj.shape_key_add(name="Basis", from_mix=False)
+        for key in mesh.shape_keys:
+            block = obj.shape_key_add(name=key.name, from_mix=False)
+            block.data.foreach_set("co", np.ascontiguousarray(key.positions, np.float32).ravel())
+    blender_mesh[props.MESH_INFO] = info
+    obj.hide_render = mesh.hidden
+    obj[props.HIDDEN] = mesh.hidden
+    return obj
+
+
+def add_vertex_groups(obj, bone_names: list[str], joints: np.ndarray, weights: np.ndarray) -> None:
+    """One vertex group per bone that has weights; one call per distinct (bone, weight) pair.
+
+    Blender has no bulk setter for vertex weights; grouping equal weights keeps the
+    calls few for the 8- and 16-bit weights files store.
+    """
+    joints = np.asarray(joints, np.int64)
+    weights = np.asarray(weights, np.float32)
+    vertex = np.repeat(np.arange(joints.shape[0]), joints.shape[1])
+    joints, weights = joints.ravel(), weights.ravel()
+    used = (weights > 0) & (joints >= 0) & (joints < len(bone_names))
+    vertex, joints, weights = vertex[used], joints[used], weights[used]
+    # One sort on (bone, weight bits): positive float32 bits sort like the floats; vertices stay in order.
+    key = (joints << 32) | weights.view(np.uint32).astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    key, vertex = key[order], vertex[order].tolist()
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    ends = np.r_[starts[1:], len(key)].tolist()
+    groups: dict[int, bpy.types.VertexGroup] = {}
+    for start, end, joint, weight in zip(
+        starts.tolist(), ends, (key[starts] >> 32).tolist(), weights[order][starts].tolist(), strict=True
+    ):
+        group = groups.get(joint)
+        if group is None:
+            group = groups[joint] = obj.vertex_groups.new(name=bone_names[joint])
+        group.add(vertex[start:end], weight, "REPLACE")
+
+
+# -- animations ---------------------------------------------------------------
+
+
+def _write_fcurve(fcurve, times, values, interpolation, handles_left=None, handles_right=None, cyclic=False):
+    count = len(times)
+    points = fcurve.keyframe_points
+    points.add(count)
+    co = np.empty((count, 2), np.float32)
+    co[:, 0] = times
+    co[:, 1] = values
+    points.foreach_set("co", co.ravel())
+    points.foreach_set("interpolation", np.full(count, _INTERPOLATION.get(interpolation, 1), np.int32))
+    if handles_left is not None and handles_right is not None:
+        free = np.full(count, _HANDLE_FREE, np.int32)
+        points.foreach_set("handle_left_type", free)
+        points.foreach_set("handle_right_type", free)
+        points.foreach_set("handle_left", np.ascontiguousarray(handles_left, np.float32).ravel())
+        points.foreach_set("handle_right", np.ascontiguousarray(handles_right, np.float32).ravel())
+    if cyclic:
+        fcurve.modifiers.new("CYCLES")
+    fcurve.update()
+
+
+class _ActionSet:
+    """The actions of one Animation, one per animated datablock, made on first use."""
+
+    def __init__(self, animation: Animation, index: int, result: BuildResult, assign: bool):
+        self.animation = animation
+        self.index = index  # position in Scene.animations, for the order on export
+        self.result = result
+        self.assign = assign
+        self.actions: dict[int, tuple] = {}
+        self.order = 0
+        self.group = secrets.token_hex(8)  # ties the actions of one animation together
+
+    def fcurves(self, id_data, id_type: str, data_path: str, count: int, group: str, meta: dict | None):
+        """New F-curves for ``count`` components; ``meta`` (None for a duplicate) tells the extractor the channel."""
+        action, slot, channels = self.ensure(id_data, id_type)
+        if meta is not None:
+            channels.append({"order": self.order, "data_path": data_path, **meta})
+            self.order += 1
+        return [compat.new_fcurve(action, slot, data_path, i, group) for i in range(count)]
+
+    def ensure(self, id_data, id_type: str) -> tuple:
+        """The action (with its slot and channel records) animating ``id_data``."""
+        key = id_data.as_pointer()
+        if key not in self.actions:
+            name = self.animation.name if not self.actions else f"{self.animation.name} {id_data.name}"
+            action, slot = compat.new_action(name, id_type, id_data.name)
+            action.use_fake_user = True
+            self._frame_range(action)
+            action[props.ANIMATION] = {
+                "name": self.animation.name,
+                "fps": float(self.animation.fps),
+                "loop": self.animation.loop,
+                "frame_start": float(self.animation.frame_start),
+                "frame_end": float(self.animation.frame_end),
+                "skeleton": -1 if self.animation.skeleton is None else self.animation.skeleton,
+                "index": self.index,
+                "primary": not self.actions,
+                "group": self.group,
+            }
+            if not self.actions:
+                props.set_extras(action, self.animation.extras)
+            self.actions[key] = (action, slot, [])
+            self.result.actions.append(action)
+            if self.assign:
+                compat.assign_action(id_data, action, slot)
+        return self.actions[key]
+
+    def _frame_range(self, action) -> None:
+        if self.animation.frame_end > self.animation.frame_start:
+            action.use_frame_range = True
+            action.frame_start = self.animation.frame_start
+            action.frame_end = self.animation.frame_end
+            action.use_cyclic = self.animation.loop
+
+    def finish(self) -> None:
+        for action, _slot, channels in self.actions.values():
+            info = action[props.ANIMATION]
+            info["channels"] = channels
+
+
+def _channel_meta(channel: Channel) -> dict:
+    meta = {"kind": channel.target_kind, "target": channel.target, "path": channel.path}
+    if channel.extras:
+        meta["extras"] = channel.extras
+    return meta
+
+
+def _keys(channel: Channel):
+    times = np.asarray(channel.times, np.float64)
+    values = np.asarray(channel.values, np.float64).reshape(len(times), -1)
+    return times, values
+
+
+def _write_channel(fcurves, times, values, interpolation, handles_left, handles_right, cyclic):
+    for c, fcurve in enumerate(fcurves):
+        _write_fcurve(
+            fcurve,
+            times,
+            values[:, c],
+            interpolation,
+            None if handles_left is None else handles_left[:, c],
+            None if handles_right is None else handles_right[:, c],
+            cyclic,
+        )
+
+
+def bake_frames(times: np.ndarray) -> np.ndarray:
+    """Every whole frame of the keyed range plus the key times themselves."""
+    whole = np.arange(np.ceil(times[0]), np.floor(times[-1]) + 1)
+    return np.union1d(whole, times)
+
+
+def _build_animation(
+    scene: Scene, animation: Animation, index: int, skeleton_maps, result: BuildResult
+) -> None:
+    actions = _ActionSet(animation, index, result, assign=index == 0)
+    armature = maps = None
+    if result.armatures:
+        skeleton = scene.skeletons[animation.skeleton or 0]
+        armature, maps = result.armatures[animation.skeleton or 0], skeleton_maps[animation.skeleton or 0]
+        pose_names = dict(zip(skeleton.bone_names, armature.data[props.JOINT_ORDER], strict=True))
+    objects = {o[props.SCENE_NAME]: o for o in result.armatures + result.objects}
+    meshes = {m.name: o for m, o in zip(scene.meshes, result.objects, strict=True)}
+    materials = {m.name: b for m, b in zip(scene.materials, result.materials, strict=True)}
+    cyclic = animation.loop
+    for channel in animation.channels:
+        times, values = _keys(channel)
+        if len(times) == 0:
+            continue
+        kind = channel.target_kind
+        if kind == "bone" and maps is not None and channel.target in maps and channel.path in _BONE_PATHS:
+            _build_bone_channel(
+                channel,
+                times,
+                values,
+                maps[channel.target],
+                armature,
+                pose_names[channel.target],
+                actions,
+                result,
+            )
+        elif kind == "object" and channel.path == "hide" and channel.target in objects:
+            obj = objects[channel.target]
+            meta = _channel_meta(channel)
+            for data_path in ("hide_viewport", "hide_render"):
+                (fcurve,) = actions.fcurves(
+                    obj, "OBJECT", data_path, 1, "", meta if data_path == "hide_viewport" else None
+                )
+                _write_fcurve(fcurve, times, values[:, 0], "CONSTANT", cyclic=cyclic)
+        elif kind == "shape_key" and channel.target in meshes and meshes[channel.target].data.shape_keys:
+            key = meshes[channel.target].data.shape_keys
+            if channel.path not in key.key_blocks:
+                result.warnings.append(f"{animation.name}: no shape key {channel.path!r} on {channel.target}")
+                continue
+            data_path = f'key_blocks["{bpy.utils.escape_identifier(channel.path)}"].value'
+            fcurves = actions.fcurves(key, "KEY", data_path, 1, "", _channel_meta(channel))
+            _write_channel(
+                fcurves,
+                times,
+                values,
+                channel.interpolation,
+                channel.handles_left,
+                channel.handles_right,
+                cyclic,
+            )
+        elif kind == "material" and channel.target in materials:
+            tree = materials[channel.target].node_tree
+            data_path = _material_data_path(tree, channel.path, values.shape[1])
+            fcurves = actions.fcurves(
+                tree, "NODETREE", data_path[0], values.shape[1], "", _channel_meta(channel)
+            )
+            for fcurve, index in zip(fcurves, data_path[1], strict=True):
+                fcurve.array_index = index
+            _write_channel(
+                fcurves,
+                times,
+                values,
+                channel.interpolation,
+                channel.handles_left,
+                channel.handles_right,
+                cyclic,
+            )
+        else:
+            result.warnings.append(
+                f"{animation.name}: channel {kind} {channel.target!r} {channel.path} has no target"
+            )
+    if not actions.actions and armature is not None:  # keep an animation without channels for export
+        actions.ensure(armature, "OBJECT")
+    actions.finish()
+    return actions.group
+
+
+def _material_data_path(tree, path: str, components: int) -> tuple[str, tuple[int, ...]]:
+    """Data path and array indices animating a material channel (see the module docstring)."""
+    mapping = _mapping_input(path)
+    if mapping is not None:
+        node = tree.nodes[mapping_node_name(int(path.split(".")[1]))]
+        socket = next(i for i, s in enumerate(node.inputs) if s.name == mapping[0])
+        return f'nodes["{bpy.utils.escape_identifier(node.name)}"].inputs[{socket}].default_value', mapping[1]
+    if path == "color.base_color":
+        bsdf = _principled(tree)
+        socket = next(i for i, s in enumerate(bsdf.inputs) if s.name == "Base Color")
+        return f'nodes["{bpy.utils.escape_identifier(bsdf.name)}"].inputs[{socket}].default_value', tuple(
+            range(components)
+        )
+    tree[path] = [0.0] * components if components > 1 else 0.0
+    return f'["{bpy.utils.escape_identifier(path)}"]', tuple(range(components))
+
+
+def _build_bone_channel(channel, times, values, maps: BoneMaps, armature, pose_name, actions, result):
+    pose_bone = armature.pose.bones[pose_name]
+    path = channel.path
+    interpolation = channel.interpolation
+    hl = None if channel.handles_left is None else np.asarray(channel.handles_left, np.float64)
+    hr = None if channel.handles_right is None else np.asarray(channel.handles_right, np.float64)
+    mapped = None
+    if path in maps.maps and not (path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"):
+        mapped = map_keys(values, hl, hr, interpolation, *maps.maps[path])
+    meta = _channel_meta(channel)
+    if mapped is None:
+        frames = bake_frames(times)
+        sampled = sample(times, values, interpolation, hl, hr, frames)
+        if path == "rotation_euler":
+            path = "rotation_quaternion"
+            sampled = matrix_to_quat(maps.basis_rotation(euler_to_matrix(sampled)))
+            meta["baked"] = "rotation_euler"
+        else:
+            sampled = sampled @ maps.maps[path][0].T + maps.maps[path][1]
+            meta["baked"] = path
+        result.baked.append(f"{actions.animation.name}: {channel.target} {channel.path}")
+        times, mapped, interpolation = frames, (sampled, None, None), "LINEAR"
+    new_values, hl, hr = mapped
+    if path == "rotation_quaternion":
+        signs = continuity_signs(new_values)
+        flipped = np.flatnonzero(signs < 0)
+        if len(flipped) and "baked" not in meta:
+            meta["flipped"] = flipped.tolist()
+        new_values = new_values * signs[:, None]
+        if hl is not None:
+            hl = hl.copy()
+            hr = hr.copy()
+            hl[..., 1] *= signs[:, None]
+            hr[..., 1] *= signs[:, None]
+    data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
+    fcurves = actions.fcurves(armature, "OBJECT", data_path, new_values.shape[1], pose_name, meta)
+    _write_channel(fcurves, times, new_values, interpolation, hl, hr, actions.animation.loop)
+
+
+def _set_frame_rate(scene, animation: Animation) -> None:
+    fps = max(int(round(animation.fps)), 1)
+    scene.render.fps = fps
+    scene.render.fps_base = fps / animation.fps
+    if animation.frame_end > animation.frame_start:
+        scene.frame_start = int(np.floor(animation.frame_start))
+        scene.frame_end = int(np.ceil(animation.frame_end))

@@ -1,0 +1,67 @@
+"""Every Blender version difference the builder and extractor depend on (4.2 LTS to 5.0).
+
+- Actions: 4.2/4.3 keep F-curves on the action (``action.fcurves``); 4.4 added
+  slotted, layered actions whose F-curves live in a channelbag per slot, and
+  5.0 removed ``Action.fcurves``. Each action this add-on makes animates one
+  datablock, so it has one slot (4.4+) and one layer with one keyframe strip.
+- Materials: 5.0 creates the node tree with the material; earlier versions
+  need ``use_nodes`` (which 5.0 deprecates).
+"""
+
+from __future__ import annotations
+
+import bpy
+
+SLOTTED_ACTIONS = bpy.app.version >= (4, 4, 0)
+
+
+def new_action(name: str, id_type: str, slot_name: str) -> tuple[bpy.types.Action, object]:
+    """An empty action for one datablock of ``id_type`` ('OBJECT', 'NODETREE', 'KEY'…) and its slot.
+
+    The slot is None before 4.4.
+    """
+    action = bpy.data.actions.new(name)
+    if not SLOTTED_ACTIONS:
+        action.id_root = id_type
+        return action, None
+    slot = action.slots.new(id_type=id_type, name=slot_name)
+    action.layers.new("Layer").strips.new(type="KEYFRAME")
+    return action, slot
+
+
+def new_fcurve(action, slot, data_path: str, index: int, group: str = "") -> bpy.types.FCurve:
+    if not SLOTTED_ACTIONS:
+        return action.fcurves.new(data_path, index=index, action_group=group)
+    bag = action.layers[0].strips[0].channelbag(slot, ensure=True)
+    fcurve = bag.fcurves.new(data_path, index=index)
+    if group:
+        fcurve.group = bag.groups.get(group) or bag.groups.new(group)
+    return fcurve
+
+
+def action_fcurves(action) -> list[bpy.types.FCurve]:
+    """All F-curves of an action (of every slot)."""
+    if not SLOTTED_ACTIONS:
+        return list(action.fcurves)
+    return [
+        fc
+        for layer in action.layers
+        for strip in layer.strips
+        for bag in strip.channelbags
+        for fc in bag.fcurves
+    ]
+
+
+def assign_action(id_data, action, slot) -> None:
+    anim = id_data.animation_data or id_data.animation_data_create()
+    anim.action = action
+    if slot is not None:
+        anim.action_slot = slot
+
+
+def new_material(name: str) -> bpy.types.Material:
+    """A material with its default node tree (Principled BSDF → Material Output)."""
+    material = bpy.data.materials.new(name)
+    if material.node_tree is None:
+        material.use_nodes = True
+    return material

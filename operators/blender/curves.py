@@ -1,0 +1,201 @@
+"""Key sampling and the parent-relative ⇄ pose-space maps of bone channels (numpy only, no bpy).
+
+A Blender pose bone's basis is ``rest_local⁻¹ @ key_local``, seen through
+the bone display rotation ``C`` (see ``Skeleton.bone_display``):
+``basis = Cᵀ @ rest_local⁻¹ @ key_local @ C``. For a rest without scale this
+splits into independent affine maps per channel:
+
+- location: ``loc' = Cᵀ R₀ᵀ (loc − t₀)``
+- quaternion: ``q' = c⁻¹ q₀⁻¹ q c`` (linear in q: a 4×4 orthogonal matrix)
+- scale: ``s' = |Cᵀ| s`` (C is a signed axis permutation)
+- euler: unchanged when ``R₀`` and ``C`` are identities; otherwise no
+  per-channel map exists and the channel is baked.
+
+An affine map carries LINEAR and CONSTANT keys exactly, and Bézier keys
+exactly when it only permutes and negates components or when the handles
+of all components share their frames.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...formats.scene import quat_multiply
+
+
+def quat_left(p: np.ndarray) -> np.ndarray:
+    """4×4 matrix of q ↦ p·q."""
+    w, x, y, z = p
+    return np.array([[w, -x, -y, -z], [x, w, -z, y], [y, z, w, -x], [z, -y, x, w]])
+
+
+def quat_right(p: np.ndarray) -> np.ndarray:
+    """4×4 matrix of q ↦ q·p."""
+    w, x, y, z = p
+    return np.array([[w, -x, -y, -z], [x, w, z, -y], [y, -z, w, x], [z, y, -x, w]])
+
+
+def quat_conjugate(q: np.ndarray) -> np.ndarray:
+    return np.asarray(q, dtype=np.float64) * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+class BoneMaps:
+    """The affine maps (A, b) from a bone's parent-relative channels to its pose basis."""
+
+    def __init__(
+        self, rest_local: np.ndarray, display: np.ndarray, rest_quat: np.ndarray, display_quat: np.ndarray
+    ):
+        """``rest_quat`` and ``display_quat`` are the quaternions of the rotations (given, as they are batched)."""
+        rot = rest_local[:3, :3]
+        self.rest_rotation = rot
+        self.rest_translation = rest_local[:3, 3]
+        self.display = display[:3, :3]
+        c, q0 = display_quat, rest_quat
+        a_loc = self.display.T @ rot.T
+        self.maps = {
+            "location": (a_loc, -a_loc @ self.rest_translation),
+            "rotation_quaternion": (
+                quat_left(quat_multiply(quat_conjugate(c), quat_conjugate(q0))) @ quat_right(c),
+                np.zeros(4),
+            ),
+            "scale": (np.abs(self.display.T), np.zeros(3)),
+        }
+        if np.allclose(rot, np.eye(3), atol=1e-6) and np.allclose(self.display, np.eye(3), atol=1e-6):
+            self.maps["rotation_euler"] = (np.eye(3), np.zeros(3))
+
+    def basis_rotation(self, rotations: np.ndarray) -> np.ndarray:
+        """(K, 3, 3) parent-relative rotations → pose-basis rotations."""
+        return self.display.T @ self.rest_rotation.T @ rotations @ self.display
+
+    def relative_rotation(self, basis: np.ndarray) -> np.ndarray:
+        """(K, 3, 3) pose-basis rotations → parent-relative rotations."""
+        return self.rest_rotation @ self.display @ basis @ self.display.T
+
+
+def inverse(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse of the affine map ``v ↦ a v + b``."""
+    a_inv = np.linalg.inv(a)
+    return a_inv, -a_inv @ b
+
+
+def signed_permutation(a: np.ndarray) -> np.ndarray | None:
+    """Source component of each output component when ``a`` only permutes and negates, else None."""
+    rounded = np.round(a)
+    if not np.allclose(a, rounded, atol=1e-9) or not np.all(np.abs(rounded).sum(axis=1) == 1):
+        return None
+    return np.argmax(np.abs(rounded), axis=1)
+
+
+def map_keys(values, handles_left, handles_right, interpolation, a, b):
+    """Apply ``v ↦ a v + b`` to keys and handles; None when Bézier handles cannot follow exactly."""
+    new_values = values @ a.T + b
+    if interpolation != "BEZIER" or handles_left is None or handles_right is None:
+        return new_values, None, None
+    source = signed_permutation(a)
+    out = []
+    for handles in (handles_left, handles_right):
+        if source is not None:
+            mapped = handles[:, source, :].copy()
+            mapped[..., 1] = mapped[..., 1] * np.sign(a[np.arange(len(source)), source]) + b
+        elif np.allclose(handles[..., 0], handles[:, :1, 0], atol=0):
+            mapped = handles.copy()
+            mapped[..., 1] = handles[..., 1] @ a.T + b
+        else:
+            return None
+        out.append(mapped)
+    return new_values, out[0], out[1]
+
+
+def continuity_signs(quats: np.ndarray) -> np.ndarray:
+    """±1 per key so that each quaternion lies in the hemisphere of the previous one."""
+    dots = np.einsum("ij,ij->i", quats[1:], quats[:-1])
+    return np.concatenate([[1.0], np.cumprod(np.where(dots < 0, -1.0, 1.0))])
+
+
+def _correct_handles(p0, p1, p2, p3):
+    """Handles no longer in frames than their segment, as Blender shortens them before evaluating."""
+    span = (p3[..., 0] - p0[..., 0])[..., None]
+    out = []
+    for key, handle in ((p0, p1), (p3, p2)):
+        delta = key - handle
+        length = np.abs(delta[..., :1])
+        fac = np.where(length > span, span / np.where(length > 0, length, 1.0), 1.0)
+        out.append(key - fac * delta)
+    return out
+
+
+def _first_crossing(x0, x1, x2, x3, target):
+    """The smallest t in [0, 1] where the Bézier frame curve reaches ``target`` (it may turn back)."""
+    grid = np.linspace(0.0, 1.0, 33)
+    xs = _bezier(x0[..., None], x1[..., None], x2[..., None], x3[..., None], grid) - target[..., None]
+    crossed = np.diff(np.sign(xs), axis=-1) != 0
+    first = np.where(crossed.any(axis=-1), np.argmax(crossed, axis=-1), len(grid) - 2)
+    lo, hi = grid[first], grid[first + 1]
+    rising = np.take_along_axis(xs, first[..., None], -1)[..., 0] <= 0  # x starts the bracket below target
+    for _ in range(40):  # bisection inside the bracket
+        t = (lo + hi) / 2
+        before = (_bezier(x0, x1, x2, x3, t) < target) == rising
+        lo = np.where(before, t, lo)
+        hi = np.where(before, hi, t)
+    return (lo + hi) / 2
+
+
+def sample(times, values, interpolation, handles_left, handles_right, frames) -> np.ndarray:
+    """Evaluate keys (K,), (K, C) at ``frames`` (N,) → (N, C), constant outside the keyed range."""
+    times = np.asarray(times, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    frames = np.asarray(frames, dtype=np.float64)
+    if len(times) == 1:
+        return np.repeat(values[:1], len(frames), axis=0)
+    seg = np.clip(np.searchsorted(times, frames, side="right") - 1, 0, len(times) - 2)
+    x0, x1 = times[seg], times[seg + 1]
+    y0, y1 = values[seg], values[seg + 1]
+    inside = (frames > times[0]) & (frames < times[-1])
+    if interpolation == "CONSTANT":
+        result = y0
+    elif interpolation == "LINEAR" or handles_left is None or handles_right is None:
+        u = np.clip((frames - x0) / np.where(x1 > x0, x1 - x0, 1.0), 0.0, 1.0)[:, None]
+        result = y0 + (y1 - y0) * u
+    else:
+        channels = values.shape[1]
+        p0 = np.stack([np.broadcast_to(x0[:, None], y0.shape), y0], axis=-1)
+        p3 = np.stack([np.broadcast_to(x1[:, None], y1.shape), y1], axis=-1)
+        p1, p2 = _correct_handles(p0, handles_right[seg], handles_left[seg + 1], p3)
+        target = np.broadcast_to(frames[:, None], (len(frames), channels))
+        t = _first_crossing(p0[..., 0], p1[..., 0], p2[..., 0], p3[..., 0], target)
+        result = _bezier(p0[..., 1], p1[..., 1], p2[..., 1], p3[..., 1], t)
+    result = np.where(inside[:, None], result, np.where((frames <= times[0])[:, None], values[0], values[-1]))
+    exact = np.isin(frames, times)
+    if exact.any():
+        result[exact] = values[np.searchsorted(times, frames[exact])]
+    return result
+
+
+def _bezier(a, b, c, d, t):
+    s = 1 - t
+    return s * s * s * a + 3 * s * s * t * b + 3 * s * t * t * c + t * t * t * d
+
+
+def euler_to_matrix(e: np.ndarray) -> np.ndarray:
+    """(K, 3) XYZ euler angles (radians) → (K, 3, 3), R = Rz · Ry · Rx."""
+    cx, cy, cz = np.cos(e).T
+    sx, sy, sz = np.sin(e).T
+    m = np.empty((len(e), 3, 3))
+    m[:, 0, 0] = cy * cz
+    m[:, 0, 1] = sx * sy * cz - cx * sz
+    m[:, 0, 2] = cx * sy * cz + sx * sz
+    m[:, 1, 0] = cy * sz
+    m[:, 1, 1] = sx * sy * sz + cx * cz
+    m[:, 1, 2] = cx * sy * sz - sx * cz
+    m[:, 2, 0] = -sy
+    m[:, 2, 1] = sx * cy
+    m[:, 2, 2] = cx * cy
+    return m
+
+
+def matrix_to_euler(m: np.ndarray) -> np.ndarray:
+    """(K, 3, 3) → (K, 3) XYZ euler angles, unwrapped along K for continuity."""
+    y = np.arcsin(np.clip(-m[:, 2, 0], -1.0, 1.0))
+    x = np.arctan2(m[:, 2, 1], m[:, 2, 2])
+    z = np.arctan2(m[:, 1, 0], m[:, 0, 0])
+    return np.unwrap(np.stack([x, y, z], axis=-1), axis=0)

@@ -1,0 +1,58 @@
+"""Names of the custom properties and attributes the builder leaves for the extractor.
+
+Extras go whole into one ``"extras"`` property of the ID (or bone, or node),
+so nothing else a user or another add-on stores there is mistaken for them.
+"""
+
+from __future__ import annotations
+
+import re
+
+EXTRAS = "extras"
+SCENE_NAME = (
+    "scene_name"  # object, material, image, collection: the name in the Scene (Blender may add ".001")
+)
+ANIMATIONS = "animations"  # armature data: the action groups imported for it
+JOINT_ORDER = "joint_order"  # armature data: bone names in skeleton order
+BONE_DISPLAY = "bone_display"  # armature data: the skeleton's bone display rotation, 16 floats
+SOURCE_NORMAL = "source_normal"  # mesh attribute: the scene's normals, unchanged
+TANGENT = "tangent"  # mesh attribute (FLOAT_VECTOR) + TANGENT_SIGN (FLOAT)
+TANGENT_SIGN = "tangent_sign"
+HIDDEN = "hidden"  # mesh object: Mesh.hidden, for when an animation drives the visibility
+MESH_INFO = "import_info"  # mesh data: layer domains, skin influences, shape key extras…
+ALPHA_MODE = "alpha_mode"  # material: the scene's alpha mode (CLIP is not a render setting since 4.2)
+SLOT = "texture_slot"  # image texture node: slot index, role and wraps of the TextureSlot
+SOURCE_BYTES = "source_bytes"  # image: base64 of the encoded texels from the file
+SOURCE_FORMAT = "source_format"
+PIXELS_HASH = "pixels_hash"  # image: sha1 of the pixels as built, to tell whether they were edited
+UNDECODED = "undecoded"  # image: the scene had no pixels; the image is a placeholder
+ANIMATION = "animation"  # action: the scene animation and what the extractor needs to invert it
+SCENE = "imported_scene"  # import collection: scene name, materials, images and action groups in scene order
+
+
+def to_python(value):
+    """An ID property value as plain Python (dicts, lists, str, int, float, bool)."""
+    if hasattr(value, "to_dict"):
+        return {k: to_python(v) for k, v in value.items()}
+    if hasattr(value, "to_list"):
+        return value.to_list()
+    if isinstance(value, (list, tuple)):
+        return [to_python(v) for v in value]
+    return value
+
+
+def scene_name(owner) -> str:
+    """The owner's Scene name: the imported one while Blender's differs only by a ".001" suffix."""
+    stored = owner.get(SCENE_NAME)
+    if isinstance(stored, str) and re.fullmatch(re.escape(stored) + r"(\.\d{3,})?", owner.name):
+        return stored
+    return owner.name
+
+
+def set_extras(owner, extras: dict) -> None:
+    if extras:
+        owner[EXTRAS] = extras
+
+
+def get_extras(owner) -> dict:
+    return to_python(owner[EXTRAS]) if EXTRAS in owner else {}
