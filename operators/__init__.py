@@ -1,13 +1,43 @@
-"""Blender operators: thin wrappers (options → read → to_scene → build)."""
+"""Blender operators: thin wrappers (options → read → to_scene → build) per format family."""
+
+from __future__ import annotations
+
+import inspect
+import os
 
 import bpy
 
-# Each family module exposes ``classes``; registered in this order.
-_MODULES: list = []
+from . import toshi
+
+# Each family module exposes ``classes`` (operators), ``IMPORTERS`` (extension →
+# loader returning a Scene), ``IMPORT_MENU`` / ``EXPORT_MENU`` entries
+# (operator idname, menu text) and ``FILE_HANDLERS``.
+FAMILIES = (toshi,)
+
+
+def import_file(context, path: str, **options) -> str:
+    """Import one file with default options (those a loader does not take are ignored).
+
+    For batch runs; returns the summary line. Raises FormatError or OSError and
+    leaves the Blender data unchanged when the file cannot be imported.
+    """
+    from .blender.build import build_scene
+    from .common import rollback_on_error, summary_line
+
+    extension = os.path.splitext(path)[1].lower()
+    loader = next((f.IMPORTERS[extension] for f in FAMILIES if extension in f.IMPORTERS), None)
+    if loader is None:
+        raise OSError(f"{path}: no importer for '{extension}' files")
+    accepted = inspect.signature(loader).parameters
+    with rollback_on_error():
+        scene = loader(path, **{k: v for k, v in options.items() if k in accepted})
+        result = build_scene(scene, context, collection_name=scene.name or None)
+    notes = "".join(f"\n  warning: {w}" for w in scene.warnings)
+    return summary_line(path, result.counts()) + notes
 
 
 def _classes():
-    for module in _MODULES:
+    for module in FAMILIES:
         yield from module.classes
 
 

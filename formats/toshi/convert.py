@@ -935,6 +935,28 @@ def _vertex_array(positions, normals, uvs, axis3) -> np.ndarray:
     return out
 
 
+def _stored_order_weights(mesh: Mesh, resolved: np.ndarray) -> np.ndarray | None:
+    """Weight bytes in the file's influence order (``resolved``: (V, 4) node of each stored slot).
+
+    The scene may list a vertex's influences in another order (strongest
+    first, say); each stored slot takes the weight of its node. None when the
+    influences are not those the slots name.
+    """
+    joints = np.asarray(mesh.skin_joints, np.int64).reshape(len(resolved), -1)
+    remaining = np.asarray(mesh.skin_weights, np.float64).reshape(len(resolved), -1).copy()
+    out = np.zeros(resolved.shape, np.float64)
+    rows = np.arange(len(resolved))
+    for k in range(resolved.shape[1]):
+        match = (joints == resolved[:, k : k + 1]) & (remaining > 0)
+        first = np.argmax(match, axis=1)
+        has = match[rows, first]
+        out[has, k] = remaining[rows[has], first[has]]
+        remaining[rows[has], first[has]] = 0
+    if remaining.any():
+        return None
+    return np.clip(np.rint(out * 255), 0, 255).astype(np.uint8)
+
+
 def _reuse_mesh(scene: Scene, mesh: Mesh, node_count: int, axis3) -> tmd_format.Mesh | None:
     """The imported piece structure, when the mesh's vertices and triangles are unchanged."""
     ex = mesh.extras
@@ -964,12 +986,7 @@ def _reuse_mesh(scene: Scene, mesh: Mesh, node_count: int, axis3) -> tmd_format.
     if len(bone_bytes) != 4 * count or not len(palettes) == len(piece_strips) == len(vertex_counts):
         return None
     bone_bytes = bone_bytes.reshape(count, 4)
-    if mesh.skin_weights is not None and np.asarray(mesh.skin_weights).shape == (count, 4):
-        weight_bytes = np.clip(np.rint(np.asarray(mesh.skin_weights, np.float64) * 255), 0, 255).astype(
-            np.uint8
-        )
-        joints = np.asarray(mesh.skin_joints, np.int64)
-    else:
+    if mesh.skin_weights is None or mesh.skin_joints is None or len(mesh.skin_weights) != count:
         return None
     pieces = [
         tmd_format.Piece(
@@ -988,8 +1005,8 @@ def _reuse_mesh(scene: Scene, mesh: Mesh, node_count: int, axis3) -> tmd_format.
     for pi, palette in enumerate(palettes):
         table[pi, : len(palette)] = palette
     resolved = table[owner[:, None], np.minimum(bone_bytes.astype(np.int64) // 3, width)]
-    weighted = weight_bytes > 0
-    if not np.array_equal(np.where(weighted, resolved, 0), np.where(weighted, joints, 0)):
+    weight_bytes = _stored_order_weights(mesh, resolved)
+    if weight_bytes is None:
         return None
     vertices["weights"] = weight_bytes
     vertices["bones"] = bone_bytes

@@ -27,6 +27,7 @@ Choices a user sees:
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import secrets
 from collections.abc import Callable
@@ -124,7 +125,7 @@ def build_scene(
         report(0.2 + 0.5 * (i + 1) / len(scene.meshes))
     groups = []
     for i, animation in enumerate(scene.animations):
-        groups.append(_build_animation(scene, animation, i, maps, result))
+        groups.append(_build_animation(scene, animation, i, maps, result, assign=i == 0))
         report(0.7 + 0.3 * (i + 1) / len(scene.animations))
     collection[props.SCENE] = {
         "name": scene.name,
@@ -653,9 +654,9 @@ def bake_frames(times: np.ndarray) -> np.ndarray:
 
 
 def _build_animation(
-    scene: Scene, animation: Animation, index: int, skeleton_maps, result: BuildResult
-) -> None:
-    actions = _ActionSet(animation, index, result, assign=index == 0)
+    scene: Scene, animation: Animation, index: int, skeleton_maps, result: BuildResult, assign: bool
+) -> str:
+    actions = _ActionSet(animation, index, result, assign)
     armature = maps = None
     if result.armatures:
         skeleton = scene.skeletons[animation.skeleton or 0]
@@ -730,6 +731,32 @@ def _build_animation(
         actions.ensure(armature, "OBJECT")
     actions.finish()
     return actions.group
+
+
+def replace_animations(scene: Scene, armature_obj) -> BuildResult:
+    """Swap the bone animations imported for ``armature_obj`` for the Scene's (of its first skeleton).
+
+    For re-reading a model's animations against another keyframe library: the
+    old actions are removed, the new ones are recorded for export in their place
+    and the first is assigned.
+    """
+    record = props.import_record([armature_obj])
+    old_groups = set(props.to_python(armature_obj.data.get(props.ANIMATIONS, [])))
+    for action in [a for a in bpy.data.actions if a.get(props.ANIMATION, {}).get("group") in old_groups]:
+        bpy.data.actions.remove(action)
+    result = BuildResult(record or armature_obj.users_collection[0], armatures=[armature_obj])
+    scene = dataclasses.replace(scene, meshes=[], materials=[], images=[])  # bone channels only
+    maps = [bone_maps(s) for s in scene.skeletons]
+    groups = [
+        _build_animation(scene, animation, i, maps, result, assign=i == 0)
+        for i, animation in enumerate(scene.animations)
+    ]
+    armature_obj.data[props.ANIMATIONS] = groups
+    if record is not None:
+        info = props.to_python(record[props.SCENE])
+        info["animations"] = [g for g in info["animations"] if g not in old_groups] + groups
+        record[props.SCENE] = info
+    return result
 
 
 def _material_data_path(tree, path: str, components: int) -> tuple[str, tuple[int, ...]]:

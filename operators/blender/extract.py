@@ -48,7 +48,7 @@ def extract_scene(context, armature_obj, mesh_objs, *, actions=None) -> Scene:
     active action.
     """
     scene = Scene()
-    record = _import_record([o for o in [armature_obj, *mesh_objs] if o is not None])
+    record = props.import_record([o for o in [armature_obj, *mesh_objs] if o is not None])
     if record is not None:
         info = props.to_python(record[props.SCENE])
         scene.name = info["name"]
@@ -76,18 +76,6 @@ def extract_scene(context, armature_obj, mesh_objs, *, actions=None) -> Scene:
         context, armature_obj, skeleton, mesh_objs, materials.items, actions, renamed, recorded
     )
     return scene
-
-
-def _import_record(objects) -> bpy.types.Collection | None:
-    """The import collection holding these objects (directly or through child collections)."""
-    parents = {child.as_pointer(): c for c in bpy.data.collections for child in c.children}
-    for obj in objects:
-        for collection in obj.users_collection:
-            while collection is not None:
-                if props.SCENE in collection:
-                    return collection
-                collection = parents.get(collection.as_pointer())
-    return None
 
 
 class _Registry:

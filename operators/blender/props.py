@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+import bpy
+
 EXTRAS = "extras"
 SCENE_NAME = (
     "scene_name"  # object, material, image, collection: the name in the Scene (Blender may add ".001")
@@ -56,3 +58,15 @@ def set_extras(owner, extras: dict) -> None:
 
 def get_extras(owner) -> dict:
     return to_python(owner[EXTRAS]) if EXTRAS in owner else {}
+
+
+def import_record(objects):
+    """The import collection (the one holding ``SCENE``) of these objects, directly or through child collections."""
+    parents = {child.as_pointer(): c for c in bpy.data.collections for child in c.children}
+    for obj in objects:
+        for collection in obj.users_collection:
+            while collection is not None:
+                if SCENE in collection:
+                    return collection
+                collection = parents.get(collection.as_pointer())
+    return None

@@ -2,7 +2,6 @@ import struct
 
 import numpy as np
 import pytest
-
 from retro_models.formats.binary import FormatError, Reader, Writer, with_endian
 
 

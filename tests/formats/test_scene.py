@@ -1,5 +1,4 @@
 import numpy as np
-
 from retro_models.formats.scene import (
     Skeleton,
     axis_matrix,
