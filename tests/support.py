@@ -19,3 +19,11 @@ def corpus_file(relative: str) -> Path:
 def corpus_files(pattern: str) -> list[Path]:
     """Real sample files matching a glob, for parametrising; empty when the corpus is absent."""
     return sorted(CORPUS.glob(pattern)) if CORPUS.exists() else []
+
+
+def data_counts() -> dict[str, int]:
+    """How many of each kind of datablock exist: to prove a failed import changed nothing."""
+    import bpy
+
+    kinds = ("objects", "meshes", "materials", "images", "actions", "armatures", "collections")
+    return {k: len(getattr(bpy.data, k)) for k in kinds}

@@ -39,10 +39,17 @@ def expand(patterns: list[str]) -> list[str]:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
-    import bpy
 
     addon = addon_package.load()
     addon.register()
+    try:
+        return import_all(args)
+    finally:
+        addon.unregister()  # the bpy 4.2 module crashes on exit while the add-on is registered
+
+
+def import_all(args: argparse.Namespace) -> int:
+    import bpy
     from retro_models.operators import import_file
 
     options = {"animations": not args.no_animations, "lods": "ALL" if args.all_lods else "FIRST"}

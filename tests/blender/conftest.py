@@ -21,9 +21,3 @@ def empty_scene(addon):
     bpy.ops.wm.read_factory_settings(use_empty=True)
     yield bpy.context.scene
 
-
-def data_counts() -> dict[str, int]:
-    """How many of each kind of datablock exist: to prove a failed import changed nothing."""
-    d = bpy.data
-    kinds = ("objects", "meshes", "materials", "images", "actions", "armatures", "collections")
-    return {k: len(getattr(d, k)) for k in kinds}
