@@ -66,8 +66,8 @@ def test_missing_libraries_are_warnings(empty_scene, demo_dir):
 
 
 def test_libraries_found_whatever_their_case(demo_dir):
-    from retro_models.operators.toshi import find_tkl, find_tml
     from retro_models.formats.toshi import tmd
+    from retro_models.operators.toshi import find_tkl, find_tml
 
     model = tmd.read((demo_dir / "demo.tmd").read_bytes())
     os.rename(demo_dir / "demo.tkl", demo_dir / f"{model.tkl_name.upper()}.TKL")
