@@ -950,8 +950,8 @@ class _Export:
             blends = stored.point_blends[vertex_points]
             expected = _dense_weights(joints[blends], weights[blends], len(skeleton))
             actual = _dense_weights(data.mesh.skin_joints, data.mesh.skin_weights, len(skeleton))
-            same = (
-                data.mesh.skeleton == skeleton_index and np.abs(expected - actual).max(initial=0) <= TOLERANCE
+            same = data.mesh.skeleton == skeleton_index and np.allclose(
+                expected, actual, rtol=0, atol=TOLERANCE, equal_nan=True  # a NaN weight read is kept
             )
         if same:
             return stored

@@ -300,7 +300,7 @@ class FrameBone:
         self.positions = np.asarray(positions, np.float32)[:, kept_positions]
         values = np.asarray(orientations, np.float64)[:, kept_orientations]
         if self.flags & ORIENTATION_S16:
-            self.orientations = np.clip(np.rint(values * S16_SCALE), -32767, 32767).astype(np.int16)
+            self.orientations = np.clip(np.rint(values * S16_SCALE), -32768, 32767).astype(np.int16)
         else:
             self.orientations = values.astype(np.float32)
 
