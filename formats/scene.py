@@ -24,7 +24,7 @@ Conventions:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -182,6 +182,39 @@ class Scene:
 
 
 # -- small numeric helpers shared by the converters ---------------------------
+
+
+def apply_matrix(mesh: Mesh) -> Mesh:
+    """The mesh with its object matrix applied to positions, normals and shape keys (``matrix`` None).
+
+    For formats that store no per-mesh transform.
+    """
+    if mesh.matrix is None:
+        return mesh
+    matrix = np.asarray(mesh.matrix, np.float64)
+    linear, offset = matrix[:3, :3], matrix[:3, 3]
+
+    def place(points):
+        return (np.asarray(points, np.float64) @ linear.T + offset).astype(np.float32)
+
+    def turn(layer, by):
+        if layer is None:
+            return None
+        data = np.array(layer.data, np.float64)
+        turned = data[:, :3] @ by
+        length = np.linalg.norm(turned, axis=1, keepdims=True)
+        data[:, :3] = turned / np.where(length > 0, length, 1)
+        return replace(layer, data=data.astype(np.float32))
+
+    keys = [replace(k, positions=place(k.positions)) for k in mesh.shape_keys]
+    return replace(
+        mesh,
+        positions=place(mesh.positions),
+        normals=turn(mesh.normals, np.linalg.inv(linear)),  # normals turn by the inverse transpose
+        tangents=turn(mesh.tangents, linear.T),
+        shape_keys=keys,
+        matrix=None,
+    )
 
 
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:

@@ -3,6 +3,9 @@
 Everything is created in bulk from numpy (``foreach_set``, ``keyframe_points.add``);
 what Blender cannot hold natively is kept in custom properties and attributes
 (see ``props``) so that ``extract.extract_scene`` gives the same Scene back.
+``build_scene`` makes everything new; ``add_animations`` (animations onto an
+existing armature and materials), ``replace_materials`` (a material set by
+name) and ``switch_images`` (texture patterns) apply a Scene to existing data.
 
 Choices a user sees:
 - One collection per import, with a child collection per ``Mesh.collection``.
@@ -14,14 +17,23 @@ Choices a user sees:
   node tree. All get a fake user so they persist; the first animation is
   assigned. Looping animations get a Cycles modifier on every F-curve.
 - Material channels: ``texture.<slot>.translate|rotate|scale`` drive that
-  slot's Mapping node, ``color.base_color`` the Principled Base Color; any
-  other path (e.g. ``texture.<slot>.image_index``) is keyed on a custom
-  property of that name on the node tree, so it travels back on export
-  (the viewport shows the slot's first image).
+  slot's Mapping node (added in front of the slot's image node of an existing
+  material when missing; a channel with extras ``center`` gets the centred
+  chain of ``_slot_mapping``), ``color.base_color`` the Principled Base Color;
+  any other path (e.g. ``texture.<slot>.image_index``, ``color.konst0``) is
+  keyed on a custom property of that name on the node tree, so it travels
+  back on export (the viewport shows the slot's first image). A channel with
+  ``Channel.index`` keys that one component (colour properties get 4).
 - Bone euler channels keep their keys and Bézier handles when the bone's rest
   rotation (parent-relative) is the identity; otherwise, and when a bone also
   has quaternion channels, they are baked to quaternions at every frame
   (listed in ``BuildResult.baked``).
+- Bone channels of one component (``Channel.index``) become one F-curve when
+  that component maps onto one pose component; otherwise the components of
+  the bone and path are merged (see ``_component_channels``) and the parts are
+  recorded, so an unedited export returns them exactly.
+- A hidden mesh whose visibility an animation drives is hidden with
+  ``hide_viewport`` (which the F-curves key), not the eye.
 """
 
 from __future__ import annotations
@@ -39,10 +51,22 @@ from mathutils import Matrix
 
 from ...formats.scene import Animation, Channel, Image, Layer, Material, Mesh, Scene, Skeleton, matrix_to_quat
 from . import compat, props
-from .curves import BoneMaps, continuity_signs, euler_to_matrix, map_keys, sample
+from .curves import (
+    BoneMaps,
+    continuity_signs,
+    euler_to_matrix,
+    inverse,
+    map_keys,
+    matrix_to_euler,
+    sample,
+    signed_permutation,
+)
 
 _INTERPOLATION = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}
 _HANDLE_FREE = 0
+# Frames: FCurve.update merges keys up to 0.01 apart (BEZT_BINARYSEARCH_THRESH, float32 times a little over).
+MERGE_DISTANCE = 0.02
+_UNSPREAD = "\0unspread"  # channel extras key, never a scene's: the keys before _spread_channel
 _WRAP_TO_EXTENSION = {"REPEAT": "REPEAT", "CLAMP": "EXTEND", "MIRROR": "MIRROR"}
 _BONE_PATHS = ("location", "rotation_quaternion", "rotation_euler", "scale")
 
@@ -139,7 +163,11 @@ def build_scene(
         ]
     if set_frame_rate and scene.animations:
         _set_frame_rate(context.scene, scene.animations[0])
-    hidden = [o for o, m in zip(result.objects, scene.meshes, strict=True) if m.hidden]
+    # An animated visibility drives hide_viewport, which the eye (hide_set) would override.
+    animated = {c.target for a in scene.animations for c in a.channels if (c.target_kind, c.path) == ("object", "hide")}
+    hidden = [o for o, m in zip(result.objects, scene.meshes, strict=True) if m.hidden and m.name not in animated]
+    for obj, mesh in zip(result.objects, scene.meshes, strict=True):
+        obj.hide_viewport = mesh.hidden and mesh.name in animated
     if hidden:
         context.view_layer.update()  # the view layer knows new objects only once synced
         for obj in hidden:
@@ -541,6 +569,64 @@ def add_vertex_groups(obj, bone_names: list[str], joints: np.ndarray, weights: n
 # -- animations ---------------------------------------------------------------
 
 
+def _spread_close_keys(times, values, handles_left, handles_right):
+    """Keys less than ``MERGE_DISTANCE`` apart, moved that far apart; the curve kept at every whole frame.
+
+    ``FCurve.update`` merges keys closer than that, and Blender picks either of two keys on one
+    frame, where the game takes the later. So a step over a short gap (a file may step over
+    0.0005 frames) starts ``MERGE_DISTANCE`` after the earlier key, and a step on one frame ends
+    that far before it; the segment next to the moved key is cut there (de Casteljau), so it is
+    the same curve. Only the instants inside the gap differ.
+    """
+    times = np.array(times, np.float64)
+    gaps = np.diff(times)
+    close = np.flatnonzero((gaps >= 0) & (gaps < MERGE_DISTANCE)) + 1
+    if not len(close):
+        return times, values, handles_left, handles_right
+    values = np.array(values, np.float64)
+    bezier = handles_left is not None and handles_right is not None
+    if bezier:
+        handles_left, handles_right = np.array(handles_left, np.float64), np.array(handles_right, np.float64)
+    for i in close:  # few, and each depends on the previous move
+        if times[i] == times[i - 1]:  # a step on one frame: the earlier key moves back
+            key, target, segment = i - 1, times[i] - MERGE_DISTANCE, i - 2
+        else:  # a step over a short gap: the later key moves on
+            key, target, segment = i, times[i - 1] + MERGE_DISTANCE, i
+        if segment < 0 or segment + 1 >= len(times) or not times[segment] < target < times[segment + 1]:
+            shift = target - times[key]  # nothing to cut: move the key and its handles as they are
+            times[key] = target
+            if bezier:
+                handles_left[key, 0] += shift
+                handles_right[key, 0] += shift
+            continue
+        if not bezier:
+            fraction = (target - times[segment]) / (times[segment + 1] - times[segment])
+            values[key] = values[segment] + fraction * (values[segment + 1] - values[segment])
+            times[key] = target
+            continue
+        p0 = np.array([times[segment], values[segment]])
+        p3 = np.array([times[segment + 1], values[segment + 1]])
+        p1, p2 = handles_right[segment].copy(), handles_left[segment + 1].copy()
+        low, high = 0.0, 1.0
+        for _ in range(60):  # the Bézier parameter where the curve reaches the target frame
+            t = (low + high) / 2
+            x = (1 - t) ** 3 * p0[0] + 3 * (1 - t) ** 2 * t * p1[0] + 3 * (1 - t) * t * t * p2[0] + t**3 * p3[0]
+            low, high = (t, high) if x < target else (low, t)
+        a, b, c = p0 + t * (p1 - p0), p1 + t * (p2 - p1), p2 + t * (p3 - p2)
+        d, e = a + t * (b - a), b + t * (c - b)
+        point = d + t * (e - d)
+        point[0] = target
+        moved = point - np.array([times[key], values[key]])
+        times[key], values[key] = point
+        if key == segment + 1:  # the segment's end moved back: keep its first part
+            handles_right[segment], handles_left[key] = a, d
+            handles_right[key] += moved
+        else:  # its start moved on: keep its last part
+            handles_right[key], handles_left[segment + 1] = e, c
+            handles_left[key] += moved
+    return times, values, handles_left, handles_right
+
+
 def _write_fcurve(fcurve, times, values, interpolation, handles_left=None, handles_right=None, cyclic=False):
     count = len(times)
     points = fcurve.keyframe_points
@@ -573,13 +659,17 @@ class _ActionSet:
         self.order = 0
         self.group = secrets.token_hex(8)  # ties the actions of one animation together
 
-    def fcurves(self, id_data, id_type: str, data_path: str, count: int, group: str, meta: dict | None):
-        """New F-curves for ``count`` components; ``meta`` (None for a duplicate) tells the extractor the channel."""
+    def fcurves(
+        self, id_data, id_type: str, data_path: str, count: int, group: str, meta: dict | None, indices=None
+    ):
+        """New F-curves for ``count`` components (array ``indices``, else 0…count−1); ``meta`` (None for
+        a duplicate) tells the extractor the channel."""
         action, slot, channels = self.ensure(id_data, id_type)
         if meta is not None:
             channels.append({"order": self.order, "data_path": data_path, **meta})
             self.order += 1
-        return [compat.new_fcurve(action, slot, data_path, i, group) for i in range(count)]
+        indices = range(count) if indices is None else indices
+        return [compat.new_fcurve(action, slot, data_path, i, group) for i in indices]
 
     def ensure(self, id_data, id_type: str) -> tuple:
         """The action (with its slot and channel records) animating ``id_data``."""
@@ -623,9 +713,46 @@ class _ActionSet:
 
 def _channel_meta(channel: Channel) -> dict:
     meta = {"kind": channel.target_kind, "target": channel.target, "path": channel.path}
-    if channel.extras:
-        meta["extras"] = channel.extras
+    extras = dict(channel.extras)
+    unspread = extras.pop(_UNSPREAD, None)
+    if extras:
+        meta["extras"] = extras
+    if unspread is not None:
+        meta["unspread"] = unspread
     return meta
+
+
+def _spread_channel(channel: Channel) -> Channel:
+    """The channel with keys too close for an F-curve spread (``_spread_close_keys``).
+
+    The file's keys go along (under ``_UNSPREAD``, moved to the channel record by
+    ``_channel_meta``) so that the extractor gives them back while the keys are unedited.
+    """
+    times, values = _keys(channel)
+    gaps = np.diff(times)
+    if not ((gaps >= 0) & (gaps < MERGE_DISTANCE)).any():
+        return channel
+    bezier = channel.handles_left is not None and channel.handles_right is not None
+    shape = values.shape + (2,)
+    left = np.asarray(channel.handles_left, np.float64).reshape(shape) if bezier else None
+    right = np.asarray(channel.handles_right, np.float64).reshape(shape) if bezier else None
+    columns = [
+        _spread_close_keys(times, values[:, c], left[:, c] if bezier else None, right[:, c] if bezier else None)
+        for c in range(values.shape[1])
+    ]
+    spread = dataclasses.replace(
+        channel,
+        times=columns[0][0],
+        values=np.stack([column[1] for column in columns], axis=1),
+        handles_left=np.stack([column[2] for column in columns], axis=1) if bezier else None,
+        handles_right=np.stack([column[3] for column in columns], axis=1) if bezier else None,
+    )
+    original = {"times": times.tolist(), "values": values.tolist(), "spread_times": spread.times.tolist()}
+    original["spread_values"] = spread.values.tolist()
+    if bezier:
+        original.update(handles_left=left.tolist(), handles_right=right.tolist())
+    spread.extras = {**channel.extras, _UNSPREAD: original}
+    return spread
 
 
 def _keys(channel: Channel):
@@ -654,19 +781,32 @@ def bake_frames(times: np.ndarray) -> np.ndarray:
 
 
 def _build_animation(
-    scene: Scene, animation: Animation, index: int, skeleton_maps, result: BuildResult, assign: bool
+    scene: Scene,
+    animation: Animation,
+    index: int,
+    skeleton_maps,
+    result: BuildResult,
+    assign: bool,
+    blender_names: bool = False,
 ) -> str:
+    """``blender_names``: the skeleton's bone names are the armature's (else the built ones, which
+    Blender may have shortened, are looked up through the joint order)."""
     actions = _ActionSet(animation, index, result, assign)
     armature = maps = None
     if result.armatures:
         skeleton = scene.skeletons[animation.skeleton or 0]
         armature, maps = result.armatures[animation.skeleton or 0], skeleton_maps[animation.skeleton or 0]
-        pose_names = dict(zip(skeleton.bone_names, armature.data[props.JOINT_ORDER], strict=True))
-    objects = {o[props.SCENE_NAME]: o for o in result.armatures + result.objects}
+        order = skeleton.bone_names if blender_names else armature.data[props.JOINT_ORDER]
+        pose_names = dict(zip(skeleton.bone_names, order, strict=True))
+    objects = {o.get(props.SCENE_NAME, o.name): o for o in result.armatures + result.objects}
     meshes = {m.name: o for m, o in zip(scene.meshes, result.objects, strict=True)}
     materials = {m.name: b for m, b in zip(scene.materials, result.materials, strict=True)}
     cyclic = animation.loop
-    for channel in animation.channels:
+    channels = [(c, None) for c in animation.channels]
+    if maps is not None:
+        channels = _component_channels(animation.channels, maps, armature, pose_names)
+    for channel, parts in channels:
+        channel = _spread_channel(channel)
         times, values = _keys(channel)
         if len(times) == 0:
             continue
@@ -681,6 +821,7 @@ def _build_animation(
                 pose_names[channel.target],
                 actions,
                 result,
+                parts,
             )
         elif kind == "object" and channel.path == "hide" and channel.target in objects:
             obj = objects[channel.target]
@@ -707,22 +848,7 @@ def _build_animation(
                 cyclic,
             )
         elif kind == "material" and channel.target in materials:
-            tree = materials[channel.target].node_tree
-            data_path = _material_data_path(tree, channel.path, values.shape[1])
-            fcurves = actions.fcurves(
-                tree, "NODETREE", data_path[0], values.shape[1], "", _channel_meta(channel)
-            )
-            for fcurve, index in zip(fcurves, data_path[1], strict=True):
-                fcurve.array_index = index
-            _write_channel(
-                fcurves,
-                times,
-                values,
-                channel.interpolation,
-                channel.handles_left,
-                channel.handles_right,
-                cyclic,
-            )
+            _build_material_channel(materials[channel.target], channel, times, values, actions)
         else:
             result.warnings.append(
                 f"{animation.name}: channel {kind} {channel.target!r} {channel.path} has no target"
@@ -759,29 +885,341 @@ def replace_animations(scene: Scene, armature_obj) -> BuildResult:
     return result
 
 
-def _material_data_path(tree, path: str, components: int) -> tuple[str, tuple[int, ...]]:
-    """Data path and array indices animating a material channel (see the module docstring)."""
+def add_animations(
+    scene: Scene, context, armature_obj=None, materials=(), *, set_frame_rate: bool = True
+) -> BuildResult:
+    """Build the Scene's animations onto existing Blender data, after the animations it already has.
+
+    Bone channels animate ``armature_obj``: ``scene.skeletons[0]`` is its own skeleton (as
+    ``extract.extract_scene`` gives it), so channels find their bones by Blender's names; bones
+    whose euler channels map exactly turn to XYZ rotation. Material channels animate those of
+    ``materials`` whose Scene name (``props.scene_name``) they give. The new actions are recorded
+    for export and the first is assigned; ``set_frame_rate``: the frame rate and range follow it.
+    """
+    armatures = [armature_obj] if armature_obj is not None else []
+    record = props.import_record(armatures)
+    collection = record or (armature_obj.users_collection[0] if armature_obj else context.scene.collection)
+    targets = {props.scene_name(m): m for m in materials}
+    result = BuildResult(collection, armatures=armatures, materials=list(targets.values()))
+    scene = dataclasses.replace(scene, meshes=[], materials=[Material(name) for name in targets], images=[])
+    maps = [bone_maps(s) for s in scene.skeletons]
+    for (_, bone), mode in _rotation_modes(scene, maps).items():
+        armature_obj.pose.bones[bone].rotation_mode = mode
+    old_groups = props.to_python(armature_obj.data.get(props.ANIMATIONS, [])) if armature_obj else []
+    groups = [
+        _build_animation(scene, animation, len(old_groups) + i, maps, result, i == 0, blender_names=True)
+        for i, animation in enumerate(scene.animations)
+    ]
+    if armature_obj is not None:
+        armature_obj.data[props.ANIMATIONS] = old_groups + groups
+    if record is not None:
+        info = props.to_python(record[props.SCENE])
+        info["animations"] = info["animations"] + groups
+        record[props.SCENE] = info
+    if scene.animations and set_frame_rate:
+        _set_frame_rate(context.scene, scene.animations[0])
+    return result
+
+
+def replace_materials(scene: Scene, context, materials=()) -> BuildResult:
+    """Build the Scene's images and materials; each replaces the one of ``materials`` with its Scene name.
+
+    A replaced material's users switch to the new one, which takes its name (the old one is
+    removed); materials without a match are new. ``BuildResult.materials`` in Scene order.
+    """
+    result = BuildResult(context.scene.collection)
+    result.images = [_build_image(image) for image in scene.images]
+    result.materials = [_build_material(m, result.images, scene.images, set(), False) for m in scene.materials]
+    existing = {props.scene_name(m): m for m in materials}
+    for material, built in zip(scene.materials, result.materials, strict=True):
+        old = existing.get(material.name)
+        if old is not None and old != built:
+            old.user_remap(built)
+            name = old.name
+            bpy.data.materials.remove(old)
+            built.name = name
+    return result
+
+
+def _build_material_channel(material, channel: Channel, times, values, actions) -> None:
+    """Key a material channel on the material's node tree: a whole vector, or one component."""
+    tree = material.node_tree
+    data_path, indices, offsets = _material_data_path(tree, channel, values.shape[1])
+    meta = _channel_meta(channel)
+    if channel.index is not None:  # the other components are other channels on the same data path
+        indices, offsets = indices[channel.index : channel.index + 1], offsets[channel.index : channel.index + 1]
+        meta.update(index=channel.index, array_index=indices[0])
+    offsets = np.asarray(offsets, np.float64)
+    if offsets.any():
+        meta["offset"] = offsets.tolist()
+    fcurves = actions.fcurves(tree, "NODETREE", data_path, len(indices), "", meta, indices)
+    handles = [channel.handles_left, channel.handles_right]
+    for i, side in enumerate(handles):
+        if side is not None:
+            handles[i] = np.array(side, np.float64)
+            handles[i][..., 1] += offsets
+    _write_channel(
+        fcurves, times, values + offsets, channel.interpolation, *handles, actions.animation.loop
+    )
+
+
+def _socket_path(node, socket_name: str) -> str:
+    socket = next(i for i, s in enumerate(node.inputs) if s.name == socket_name)
+    return f'nodes["{bpy.utils.escape_identifier(node.name)}"].inputs[{socket}].default_value'
+
+
+def _material_data_path(tree, channel: Channel, components: int) -> tuple[str, tuple[int, ...], list[float]]:
+    """Data path, array indices and value offsets animating a material channel (see the module docstring)."""
+    path = channel.path
     mapping = _mapping_input(path)
-    if mapping is not None:
-        node = tree.nodes[mapping_node_name(int(path.split(".")[1]))]
-        socket = next(i for i, s in enumerate(node.inputs) if s.name == mapping[0])
-        return f'nodes["{bpy.utils.escape_identifier(node.name)}"].inputs[{socket}].default_value', mapping[1]
+    nodes = _slot_mapping(tree, int(path.split(".")[1]), channel.extras.get("center")) if mapping else None
+    if nodes is not None:
+        main, rotation, center = nodes
+        offsets = [0.0] * len(mapping[1])
+        if center is not None and mapping[0] == "Location":
+            offsets = [center[i] for i in mapping[1]]
+        node = rotation if mapping[0] == "Rotation" else main
+        return _socket_path(node, mapping[0]), mapping[1], offsets
+    size = components if channel.index is None else max(channel.index + 1, 4 if path.startswith("color.") else 1)
     if path == "color.base_color":
-        bsdf = _principled(tree)
-        socket = next(i for i, s in enumerate(bsdf.inputs) if s.name == "Base Color")
-        return f'nodes["{bpy.utils.escape_identifier(bsdf.name)}"].inputs[{socket}].default_value', tuple(
-            range(components)
-        )
-    tree[path] = [0.0] * components if components > 1 else 0.0
-    return f'["{bpy.utils.escape_identifier(path)}"]', tuple(range(components))
+        return _socket_path(_principled(tree), "Base Color"), tuple(range(size)), [0.0] * size
+    current = tree.get(path)
+    if channel.index is None or len(current if hasattr(current, "__len__") else ()) < size:
+        tree[path] = [0.0] * size if size > 1 or channel.index is not None else 0.0
+    return f'["{bpy.utils.escape_identifier(path)}"]', tuple(range(size)), [0.0] * size
 
 
-def _build_bone_channel(channel, times, values, maps: BoneMaps, armature, pose_name, actions, result):
+def build_images(images: list[Image]) -> list[bpy.types.Image]:
+    """Blender images (packed) of Scene images, for data that exists already (see ``switch_images``)."""
+    return [_build_image(image) for image in images]
+
+
+def _socket(sockets, identifier: str):
+    return next(s for s in sockets if s.identifier == identifier)
+
+
+def switch_images(material, slot: int, images: dict[int, bpy.types.Image]) -> bool:
+    """Make texture ``slot`` show ``images[i]`` while the material's ``texture.<slot>.image_index`` is i.
+
+    The (keyed) custom property drives a Value node; each image gets an image node beside the
+    slot's, and Mix nodes in front of every link of the slot's Color and Alpha outputs pick the
+    image whose index is within 0.5 of the value; other values show the slot's own image.
+    False when the material has no image node for the slot.
+    """
+    tree = material.node_tree
+    node = _slot_image_node(tree, slot)
+    if node is None:
+        return False
+    path = f"texture.{slot}.image_index"
+    if path not in tree:
+        tree[path] = 0.0
+    index = tree.nodes.new("ShaderNodeValue")
+    index.name = index.label = f"Image Index {slot}"
+    index.location = (node.location.x - 250, node.location.y - 300)
+    driver = index.outputs[0].driver_add("default_value").driver
+    driver.type = "AVERAGE"
+    variable = driver.variables.new()
+    variable.targets[0].id_type = "NODETREE"
+    variable.targets[0].id = tree
+    variable.targets[0].data_path = f'["{bpy.utils.escape_identifier(path)}"]'
+    vector = node.inputs["Vector"].links[0].from_socket if node.inputs["Vector"].links else None
+    outputs = {"Color": (node.outputs["Color"], "RGBA", "Color"), "Alpha": (node.outputs["Alpha"], "FLOAT", "Float")}
+    targets = {name: [link.to_socket for link in output.links] for name, (output, _, _) in outputs.items()}
+    current = {name: output for name, (output, _, _) in outputs.items()}
+    for k, (value, image) in enumerate(sorted(images.items())):
+        texture = tree.nodes.new("ShaderNodeTexImage")
+        texture.image, texture.extension, texture.interpolation = image, node.extension, node.interpolation
+        texture.label = f"{path} = {value}"
+        texture.location = (node.location.x, node.location.y - 300 * (k + 1))
+        if vector is not None:
+            tree.links.new(vector, texture.inputs["Vector"])
+        chosen = tree.nodes.new("ShaderNodeMath")
+        chosen.operation = "COMPARE"
+        chosen.inputs[1].default_value = value
+        chosen.inputs[2].default_value = 0.5
+        chosen.location = (node.location.x + 250, texture.location.y)
+        tree.links.new(index.outputs[0], chosen.inputs[0])
+        for name, (_, data_type, kind) in outputs.items():
+            mix = tree.nodes.new("ShaderNodeMix")
+            mix.data_type = data_type
+            mix.location = (node.location.x + 450 + 200 * (name == "Alpha"), texture.location.y)
+            tree.links.new(chosen.outputs[0], _socket(mix.inputs, "Factor_Float"))
+            tree.links.new(current[name], _socket(mix.inputs, f"A_{kind}"))
+            tree.links.new(texture.outputs[name], _socket(mix.inputs, f"B_{kind}"))
+            current[name] = _socket(mix.outputs, f"Result_{kind}")
+    for name, sockets in targets.items():
+        for target in sockets:
+            tree.links.new(current[name], target)
+    return True
+
+
+def _slot_image_node(tree, slot: int):
+    """The image texture node of texture ``slot``: the one the builder numbered so, else the slot-th from the top."""
+    images = [n for n in tree.nodes if n.type == "TEX_IMAGE"]
+    numbered = [n for n in images if props.to_python(n.get(props.SLOT, {})).get("index") == slot]
+    if numbered:
+        return numbered[0]
+    images.sort(key=lambda n: -n.location.y)
+    return images[slot] if slot < len(images) else None
+
+
+def _slot_mapping(tree, slot: int, center):
+    """(main, rotation, centre) of the texture transform of ``slot``, made in front of its image node when missing.
+
+    Without a centre one Mapping node does it all (Blender's order: scale, rotate, translate).
+    A transform about a centre c, ``S·R·(uv − c) + c + t`` (the GameCube's order: rotate, then
+    scale), takes three: "<name> Center" (location −c), "<name> Rotation", then the main node
+    (scale, location t + c). None when the material has no image node for the slot.
+    """
+    main = tree.nodes.get(mapping_node_name(slot))
+    if main is None:
+        image = _slot_image_node(tree, slot)
+        if image is None:
+            return None
+        main = _insert_mapping(tree, image, mapping_node_name(slot))
+    if center is None:
+        return main, main, None
+    center = [float(c) for c in center[:2]] + [0.0]
+    rotation = tree.nodes.get(f"{main.name} Rotation")
+    if rotation is None:
+        main.inputs["Rotation"].default_value = (0.0, 0.0, 0.0)
+        rotation = _insert_mapping(tree, main, f"{main.name} Rotation")
+        shift = _insert_mapping(tree, rotation, f"{main.name} Center")
+        shift.inputs["Location"].default_value = [-c for c in center]
+        location = main.inputs["Location"]
+        location.default_value = (np.array(location.default_value) + center).tolist()
+    return main, rotation, center
+
+
+def _insert_mapping(tree, before, name: str):
+    """A Mapping node feeding ``before``'s Vector input (from what fed it, else the UV coordinates)."""
+    node = tree.nodes.new("ShaderNodeMapping")
+    node.name = node.label = name
+    node.location = (before.location.x - 250, before.location.y)
+    links = before.inputs["Vector"].links
+    if links:
+        source = links[0].from_socket
+    else:
+        coords = tree.nodes.new("ShaderNodeTexCoord")
+        coords.location = (node.location.x - 250, node.location.y)
+        source = coords.outputs["UV"]
+    tree.links.new(source, node.inputs["Vector"])
+    tree.links.new(node.outputs["Vector"], before.inputs["Vector"])
+    return node
+
+
+def keys_hash(co: np.ndarray, interpolation: str) -> str:
+    """Hash of (C, K, 2) key coordinates as F-curves hold them (float32): tells whether they were edited."""
+    return hashlib.sha1(np.ascontiguousarray(co, np.float32).tobytes() + interpolation.encode()).hexdigest()
+
+
+def _single_component(channel: Channel, maps: BoneMaps, pose_bone) -> tuple[int, float, float] | None:
+    """(pose component, sign, offset) when a per-component channel maps onto one pose component alone."""
+    if channel.path not in maps.maps or (channel.path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"):
+        return None
+    a, b = maps.maps[channel.path]
+    source = signed_permutation(a)
+    if source is None:
+        return None
+    r = int(np.flatnonzero(source == channel.index)[0])
+    return r, float(a[r, channel.index]), float(b[r])
+
+
+def _component_channels(channels, maps, armature, pose_names) -> list[tuple[Channel, list[Channel] | None]]:
+    """Channels ready to build, with the per-component bone channels (``Channel.index``) sorted out.
+
+    A component that maps onto one pose component alone stays one F-curve (keys and handles
+    exact). Otherwise (a rest rotation mixes the components, or eulers on a quaternion bone) the
+    components of that bone and path are merged into one channel, built as a whole; the parts
+    travel along so that an unedited export gets them back as they were.
+    """
+    out: list = []
+    groups: dict[tuple[str, str], list[Channel]] = {}
+    for channel in channels:
+        bone = maps.get(channel.target) if channel.target_kind == "bone" else None
+        if (
+            channel.index is None
+            or bone is None
+            or channel.path not in _BONE_PATHS
+            or _single_component(channel, bone, armature.pose.bones[pose_names[channel.target]]) is not None
+        ):
+            out.append(channel)
+            continue
+        parts = groups.get((channel.target, channel.path))
+        if parts is None:
+            parts = groups[(channel.target, channel.path)] = []
+            out.append(parts)
+        parts.append(channel)
+    return [(_merged(p, maps[p[0].target]), p) if isinstance(p, list) else (p, None) for p in out]
+
+
+def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
+    """One channel of every component of ``parts``' path; components they do not key hold the rest value."""
+    first = parts[0]
+    rest = {
+        "location": maps.rest_translation,
+        "rotation_euler": matrix_to_euler(maps.rest_rotation[None])[0],
+        "scale": np.ones(3),
+    }[first.path]
+    times = np.asarray(first.times, np.float64)
+    shared = all(np.array_equal(p.times, times) and p.interpolation == first.interpolation for p in parts)
+    if not shared:  # keyed at different frames: every component sampled at every frame and key
+        times = bake_frames(np.unique(np.concatenate([np.asarray(p.times, np.float64) for p in parts])))
+    values = np.tile(rest, (len(times), 1))
+    bezier = shared and first.interpolation == "BEZIER" and all(p.handles_left is not None for p in parts)
+    handles = []
+    if bezier:
+        for side in ("handles_left", "handles_right"):
+            frames = np.asarray(getattr(first, side), np.float64)[:, 0, 0]
+            handles.append(np.stack(np.broadcast_arrays(frames[:, None], rest[None, :]), axis=-1).copy())
+    for p in parts:
+        keys = np.asarray(p.values, np.float64).reshape(len(p.times), 1)
+        if shared:
+            values[:, p.index] = keys[:, 0]
+        else:
+            values[:, p.index] = sample(p.times, keys, p.interpolation, p.handles_left, p.handles_right, times)[:, 0]
+        for handle, side in zip(handles, ("handles_left", "handles_right"), strict=False):  # none unless Bézier
+            handle[:, p.index] = np.asarray(getattr(p, side), np.float64)[:, 0]
+    interpolation = first.interpolation if shared else "LINEAR"
+    left, right = handles if bezier else (None, None)
+    return Channel("bone", first.target, first.path, times, values, interpolation, left, right, first.extras)
+
+
+def _part_record(channel: Channel) -> dict:
+    """A per-component channel as plain values, for the action's channel records."""
+    record = {
+        "index": channel.index,
+        "times": np.asarray(channel.times, np.float64).tolist(),
+        "values": np.asarray(channel.values, np.float64).ravel().tolist(),
+        "interpolation": channel.interpolation,
+        "extras": channel.extras,
+    }
+    if channel.handles_left is not None and channel.handles_right is not None:
+        record["handles_left"] = np.asarray(channel.handles_left, np.float64).ravel().tolist()
+        record["handles_right"] = np.asarray(channel.handles_right, np.float64).ravel().tolist()
+    return record
+
+
+def _build_bone_channel(
+    channel, times, values, maps: BoneMaps, armature, pose_name, actions, result, parts=None
+):
+    """``parts``: the per-component channels ``channel`` merges (see ``_component_channels``)."""
     pose_bone = armature.pose.bones[pose_name]
     path = channel.path
     interpolation = channel.interpolation
     hl = None if channel.handles_left is None else np.asarray(channel.handles_left, np.float64)
     hr = None if channel.handles_right is None else np.asarray(channel.handles_right, np.float64)
+    data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
+    if channel.index is not None:  # one component onto one pose component: sign and offset only
+        component, sign, offset = _single_component(channel, maps, pose_bone)
+        meta = {**_channel_meta(channel), "index": channel.index, "array_index": component}
+        if hl is not None and hr is not None:
+            hl, hr = hl.copy(), hr.copy()
+            hl[..., 1] = hl[..., 1] * sign + offset
+            hr[..., 1] = hr[..., 1] * sign + offset
+        (fcurve,) = actions.fcurves(armature, "OBJECT", data_path, 1, pose_name, meta, (component,))
+        _write_channel([fcurve], times, values * sign + offset, interpolation, hl, hr, actions.animation.loop)
+        return
     mapped = None
     if path in maps.maps and not (path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"):
         mapped = map_keys(values, hl, hr, interpolation, *maps.maps[path])
@@ -810,9 +1248,24 @@ def _build_bone_channel(channel, times, values, maps: BoneMaps, armature, pose_n
             hr = hr.copy()
             hl[..., 1] *= signs[:, None]
             hr[..., 1] *= signs[:, None]
+    if parts is not None:
+        co = np.stack(np.broadcast_arrays(np.asarray(times)[None, :], new_values.T), axis=-1)
+        meta.update(parts=[_part_record(p) for p in parts], written=keys_hash(co, interpolation))
+    elif "baked" not in meta and not _float32_exact(values, mapped[0], maps.maps[path]):
+        # F-curves hold float32 pose values; mapped back, the last bit of a value can change. The
+        # file's values stay with the keys for the extractor, used while the keys are unedited.
+        co = np.stack(np.broadcast_arrays(np.asarray(times)[None, :], new_values.T), axis=-1)
+        meta.update(source=np.asarray(values, np.float32).ravel().tolist(), written=keys_hash(co, interpolation))
     data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
     fcurves = actions.fcurves(armature, "OBJECT", data_path, new_values.shape[1], pose_name, meta)
     _write_channel(fcurves, times, new_values, interpolation, hl, hr, actions.animation.loop)
+
+
+def _float32_exact(values: np.ndarray, pose_values: np.ndarray, affine) -> bool:
+    """Whether float32 pose values map back to the same float32 parent-relative values, −0.0 included."""
+    a, b = inverse(*affine)
+    back = np.asarray(pose_values, np.float32).astype(np.float64) @ a.T + b
+    return np.array_equal(back.astype(np.float32).view(np.uint32), np.asarray(values, np.float32).view(np.uint32))
 
 
 def _set_frame_rate(scene, animation: Animation) -> None:

@@ -59,6 +59,11 @@ def assign_action(id_data, action, slot) -> None:
         anim.action_slot = slot
 
 
+def action_slot(action):
+    """The slot of an action this add-on made (None before 4.4), for ``assign_action``."""
+    return action.slots[0] if SLOTTED_ACTIONS and len(action.slots) else None
+
+
 def new_material(name: str) -> bpy.types.Material:
     """A material with its default node tree (Principled BSDF → Material Output)."""
     material = bpy.data.materials.new(name)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import bpy
 import numpy as np
@@ -30,7 +32,7 @@ from ...formats.scene import (
     quat_to_matrix,
 )
 from . import compat, props
-from .build import bake_frames, bone_maps, pixels_hash
+from .build import bake_frames, bone_maps, keys_hash, pixels_hash
 from .curves import euler_to_matrix, inverse, map_keys, matrix_to_euler, sample
 
 _EXTENSION_TO_WRAP = {"REPEAT": "REPEAT", "EXTEND": "CLAMP", "CLIP": "CLAMP", "MIRROR": "MIRROR"}
@@ -59,8 +61,9 @@ def extract_scene(context, armature_obj, mesh_objs, *, actions=None) -> Scene:
     if armature_obj is not None:
         skeleton = _skeleton(armature_obj)
         scene.skeletons.append(skeleton)
-    for obj in mesh_objs:
-        scene.meshes.append(_mesh(context, obj, armature_obj, skeleton, materials, scene.warnings))
+    with _rest_position(context, armature_obj):  # object matrices as at rest (bone parents)
+        for obj in mesh_objs:
+            scene.meshes.append(_mesh(context, obj, armature_obj, skeleton, materials, scene.warnings))
     scene.materials = [_material(m, images) for m in materials.items]
     scene.images = [_image(i) for i in images.items]
     # Channel targets are the names things had on import; follow the user's renames.
@@ -130,6 +133,21 @@ def _skeleton(armature_obj) -> Skeleton:
         extras=props.get_extras(armature),
         bone_display=display,
     )
+
+
+@contextmanager
+def _rest_position(context, armature_obj) -> Iterator[None]:
+    """The armature shown in its rest position for the duration (a no-op without one)."""
+    if armature_obj is None or armature_obj.data.pose_position == "REST":
+        yield
+        return
+    armature_obj.data.pose_position = "REST"
+    context.view_layer.update()
+    try:
+        yield
+    finally:
+        armature_obj.data.pose_position = "POSE"
+        context.view_layer.update()
 
 
 def _parents_first(names: list[str], bones) -> list[str]:
@@ -244,7 +262,7 @@ def _mesh(context, obj, armature_obj, skeleton, materials: _Registry, warnings: 
     if "hide_render" in _animated_paths(obj) and props.HIDDEN in obj:
         mesh.hidden = bool(obj[props.HIDDEN])
     matrix = np.array(obj.matrix_world, dtype=np.float64)
-    if armature_obj is not None and obj.parent == armature_obj:  # in armature space, as the scene has it
+    if armature_obj is not None:  # in armature space, as the scene has it
         matrix = np.linalg.inv(np.array(armature_obj.matrix_world, dtype=np.float64)) @ matrix
     mesh.matrix = None if np.allclose(matrix, np.eye(4), atol=1e-7) else matrix
     return mesh
@@ -523,8 +541,10 @@ def _animation_of(action, info: dict) -> Animation:
     frame_start, frame_end = info["frame_start"], info["frame_end"]
     if action.use_frame_range:
         frame_start, frame_end = float(action.frame_start), float(action.frame_end)
+    # The imported name while Blender's differs only by a ".001" suffix; the user's rename otherwise.
+    name = info["name"] if re.fullmatch(re.escape(info["name"]) + r"(\.\d{3,})?", action.name) else action.name
     return Animation(
-        info["name"],
+        name,
         fps=info["fps"],
         frame_start=frame_start,
         frame_end=frame_end,
@@ -543,6 +563,8 @@ def _tagged_animation(primary, members, maps, renamed) -> Animation:
             if meta["data_path"] in curves:
                 entries.append((meta["order"], meta, curves[meta["data_path"]]))
     for _order, meta, fcurves in sorted(entries, key=lambda e: e[0]):
+        if "array_index" in meta:  # one component of a vector whose other components are other channels
+            fcurves = [fc for fc in fcurves if fc.array_index == meta["array_index"]]
         keys = _read_keys(fcurves)
         if keys is None:
             continue
@@ -551,6 +573,9 @@ def _tagged_animation(primary, members, maps, renamed) -> Animation:
         pose = _POSE_PATH.match(meta["data_path"]) if meta["kind"] == "bone" else None
         if pose is not None:  # the bone's name in Blender, which the skeleton uses
             target = _unescape(pose.group(1))
+        if "parts" in meta and _keys_hash(fcurves) == meta["written"]:  # unedited: the channels as imported
+            animation.channels += [_part_channel(part, meta, target) for part in meta["parts"]]
+            continue
         channel = Channel(
             meta["kind"],
             target,
@@ -563,11 +588,113 @@ def _tagged_animation(primary, members, maps, renamed) -> Animation:
             extras=meta.get("extras", {}),
         )
         if meta["kind"] == "bone":
-            channel = _relative_channel(channel, fcurves[0].data_path.rsplit(".", 1)[1], maps, meta)
+            pose_path = fcurves[0].data_path.rsplit(".", 1)[1]
+            if "index" in meta:
+                channel = _component_channel(channel, pose_path, fcurves[0].array_index, maps, meta["index"])
+            else:
+                channel = _relative_channel(channel, pose_path, maps, meta)
             if channel is None:
                 continue
+            if "parts" in meta:  # merged per-component channels, edited: split them again
+                animation.channels += _split(channel, meta["parts"])
+                continue
+            if "source" in meta and _keys_hash(fcurves) == meta["written"]:  # unedited: the exact values
+                channel.values = np.array(meta["source"], np.float64).reshape(channel.values.shape)
+        else:  # one component, or keys offset by a texture transform's centre (build._build_material_channel)
+            channel.index = meta.get("index")
+            offset = np.asarray(meta.get("offset", 0.0), np.float64)
+            channel.values = channel.values - offset
+            for side in ("handles_left", "handles_right"):
+                handles = getattr(channel, side)
+                if handles is not None:
+                    handles = handles.copy()
+                    handles[..., 1] -= offset
+                    setattr(channel, side, handles)
+        if "unspread" in meta:
+            _unspread(channel, meta["unspread"])
         animation.channels.append(channel)
     return animation
+
+
+def _unspread(channel: Channel, keys: dict) -> None:
+    """The file's keys back in place of those the builder spread apart, while they are unedited."""
+    spread_values = np.array(keys["spread_values"], np.float64)
+    if len(channel.times) != len(keys["spread_times"]) or channel.values.shape != spread_values.shape:
+        return
+    if not (
+        np.allclose(channel.times, keys["spread_times"], rtol=0, atol=1e-3)
+        and np.allclose(channel.values, spread_values, rtol=1e-5, atol=1e-6)
+    ):
+        return
+    channel.times = np.array(keys["times"], np.float64)
+    channel.values = np.array(keys["values"], np.float64)
+    if "handles_left" in keys and channel.handles_left is not None:
+        channel.handles_left = np.array(keys["handles_left"], np.float64)
+        channel.handles_right = np.array(keys["handles_right"], np.float64)
+
+
+def _keys_hash(fcurves) -> str:
+    co = [_get(fc.keyframe_points, "co", len(fc.keyframe_points), 2) for fc in fcurves]
+    interpolation = fcurves[0].keyframe_points[0].interpolation if co and len(co[0]) else ""
+    return keys_hash(np.stack(co) if co and all(len(c) == len(co[0]) for c in co) else np.zeros(0), interpolation)
+
+
+def _part_channel(part: dict, meta: dict, target: str) -> Channel:
+    count = len(part["times"])
+    channel = Channel(
+        "bone",
+        target,
+        meta["path"],
+        np.array(part["times"], np.float64),
+        np.array(part["values"], np.float64).reshape(count, 1),
+        part["interpolation"],
+        extras=part["extras"],
+        index=part["index"],
+    )
+    if "handles_left" in part:
+        channel.handles_left = np.array(part["handles_left"], np.float64).reshape(count, 1, 2)
+        channel.handles_right = np.array(part["handles_right"], np.float64).reshape(count, 1, 2)
+    return channel
+
+
+def _split(channel: Channel, parts: list[dict]) -> list[Channel]:
+    """A whole-vector channel as the per-component channels it was merged from."""
+    out = []
+    for part in parts:
+        i = part["index"]
+        out.append(
+            Channel(
+                channel.target_kind,
+                channel.target,
+                channel.path,
+                channel.times,
+                channel.values[:, i : i + 1],
+                channel.interpolation,
+                None if channel.handles_left is None else channel.handles_left[:, i : i + 1],
+                None if channel.handles_right is None else channel.handles_right[:, i : i + 1],
+                extras=part["extras"],
+                index=i,
+            )
+        )
+    return out
+
+
+def _component_channel(channel: Channel, pose_path: str, component: int, maps, index: int) -> Channel | None:
+    """One pose component's F-curve turned back into component ``index`` of the parent-relative channel."""
+    bone = maps.get(channel.target)
+    if bone is None or pose_path not in bone.maps:
+        return None
+    a, b = inverse(*bone.maps[pose_path])
+    scale, offset = a[index, component], b[index]
+    channel.values = channel.values * scale + offset
+    for side in ("handles_left", "handles_right"):
+        handles = getattr(channel, side)
+        if handles is not None:
+            handles = handles.copy()
+            handles[..., 1] = handles[..., 1] * scale + offset
+            setattr(channel, side, handles)
+    channel.path, channel.index = pose_path, index
+    return channel
 
 
 def _untagged_animation(context, action, maps) -> Animation:
