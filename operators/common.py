@@ -7,6 +7,7 @@ leaving Blender untouched on failure are done here once.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -60,19 +61,42 @@ def axis_matrix_from(op) -> list:
 
 
 def write_files(files: dict[str, bytes]) -> None:
-    """Write every file or none: each goes to a temporary name first, then all are renamed."""
-    temporary = {}
+    """Write every file or none.
+
+    Each file goes to a temporary name first; then the old files are moved
+    aside and the new ones renamed into place. If any step fails, the old
+    files are put back and the temporary ones removed.
+    """
+    suffix = f".{os.getpid()}.tmp"
+    for path in files:
+        if os.path.isdir(path):
+            raise IsADirectoryError(errno.EISDIR, "a folder has the name of a file to write", path)
+    temporary: list[str] = []
+    moved: list[str] = []  # old files moved aside, restored on failure
+    placed: list[str] = []
     try:
         for path, data in files.items():
-            temporary[path] = f"{path}.{os.getpid()}.tmp"
-            with open(temporary[path], "wb") as f:
+            temporary.append(path + suffix)
+            with open(path + suffix, "wb") as f:
                 f.write(data)
-        for path, temp in temporary.items():
-            os.replace(temp, path)
+        for path in files:
+            if os.path.exists(path):
+                os.replace(path, path + ".old" + suffix)
+                moved.append(path)
+            os.replace(path + suffix, path)
+            placed.append(path)
+    except BaseException:
+        for path in placed:
+            os.remove(path)
+        for path in moved:
+            os.replace(path + ".old" + suffix, path)
+        raise
     finally:
-        for temp in temporary.values():
+        for temp in temporary:
             if os.path.exists(temp):
                 os.remove(temp)
+    for path in moved:
+        os.remove(path + ".old" + suffix)
 
 
 class Progress:

@@ -226,6 +226,10 @@ def save_tmd(
             raise convert.ToshiExportError(f"mesh {obj.name!r} is not deformed by armature {armature_obj.name!r}")
     scene = extract_scene(context, armature_obj, mesh_objs)
     _weight_unweighted(scene, mesh_objs)
+    for obj in mesh_objs:
+        skipped = [m.name for m in obj.modifiers if m.type != "ARMATURE" and m.show_viewport]
+        if skipped:
+            scene.warnings.append(f"mesh {obj.name!r}: modifiers {skipped} are not applied (apply them first)")
     folder = os.path.dirname(os.path.abspath(path))
     if tkl_mode == "NEW":
         if not new_tkl_name:

@@ -34,6 +34,8 @@ Z-up view; pass ``axis`` (``scene.axis_matrix(forward, up)``) for another.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..binary import FormatError
@@ -46,6 +48,7 @@ from ..scene import (
     Scene,
     Skeleton,
     TextureSlot,
+    apply_matrix,
     axis_matrix,
     matrix_to_quat,
     quat_multiply,
@@ -458,6 +461,8 @@ def from_scene(
     if lods not in ("ALL", "FIRST"):
         raise ValueError(f"lods must be 'ALL' or 'FIRST', not {lods!r}")
     axis3 = _axis3(axis)
+    # A TMD mesh has no transform of its own: object transforms are baked into the vertices.
+    scene = dataclasses.replace(scene, meshes=[apply_matrix(m) for m in scene.meshes])
     header = scene.extras
     skeleton = scene.skeletons[0] if scene.skeletons else None
     nodes, aux = _nodes(skeleton, axis3)
@@ -564,85 +569,81 @@ def _nodes(skeleton: Skeleton | None, axis3: np.ndarray) -> tuple[np.ndarray, np
     return nodes, aux
 
 
+class _KeyTable:
+    """One table of a keyframe library (positions or rotations) being filled.
+
+    The entries it starts with keep their indices; a key reuses an entry with
+    the same bits (or its preferred index, the one it had when imported, when
+    that entry is within KEY_TOLERANCE), else it is appended once.
+    """
+
+    def __init__(self, initial: np.ndarray, keep_preferred: bool):
+        self.initial = initial
+        self.keep_preferred = keep_preferred
+        self.added: list[np.ndarray] = []
+        self.first: dict[bytes, int] = {}
+        for i, row in enumerate(initial):
+            self.first.setdefault(row.tobytes(), i)
+
+    def indices(self, values: np.ndarray, preferred) -> np.ndarray:
+        values = np.ascontiguousarray(values, np.float32)
+        idx = np.full(len(values), -1, np.int64)
+        if self.keep_preferred and preferred is not None and len(preferred) == len(values):
+            pref = np.asarray(preferred, np.int64)
+            valid = (pref >= 0) & (pref < len(self.initial))
+            close = np.zeros(len(values), bool)
+            close[valid] = np.abs(self.initial[pref[valid]] - values[valid]).max(axis=1) <= KEY_TOLERANCE
+            idx[close] = pref[close]
+        for i in np.flatnonzero(idx < 0).tolist():
+            key = values[i].tobytes()
+            if key not in self.first:
+                self.first[key] = len(self.initial) + len(self.added)
+                self.added.append(values[i])
+            idx[i] = self.first[key]
+        return idx
+
+    def array(self) -> np.ndarray:
+        return np.concatenate([self.initial, np.asarray(self.added, np.float32).reshape(-1, self.initial.shape[1])])
+
+
 class _Library:
     """The keyframe library being written: an existing one to append to, or a new one."""
 
     def __init__(self, tkl: tkl_format.TKL | None, name: str | None, header: dict):
         self.base = tkl
         if tkl is not None:
-            self.positions = np.asarray(tkl.positions, np.float32).reshape(-1, 3)
-            self.rotations = np.asarray(tkl.rotations, np.float32).reshape(-1, 4)
+            positions = np.asarray(tkl.positions, np.float32).reshape(-1, 3)
+            rotations = np.asarray(tkl.rotations, np.float32).reshape(-1, 4)
             default = tkl.name
         else:
-            self.positions = np.zeros((0, 3), np.float32)
-            self.rotations = np.zeros((0, 4), np.float32)
+            positions = np.zeros((0, 3), np.float32)
+            rotations = np.zeros((0, 4), np.float32)
             field = bytes.fromhex(header.get("tkl_field", "")) if "tkl_field" in header else b""
             default = field.split(b"\0", 1)[0].decode("ascii", "replace") or "model"
+        self.positions = _KeyTable(positions, tkl is not None)
+        self.rotations = _KeyTable(rotations, tkl is not None)
         self.name = name or default
         if len(self.name.encode("ascii", "replace")) > 15:
             raise ToshiExportError(f"keyframe library name {self.name!r} is longer than 15 bytes")
 
     def positions_for(self, values: np.ndarray, preferred) -> np.ndarray:
-        self.positions, idx = _intern(
-            self.positions, values.astype(np.float32), preferred, self.base is not None
-        )
-        return idx
+        return self.positions.indices(values, preferred)
 
     def rotations_for(self, values: np.ndarray, preferred) -> np.ndarray:
-        self.rotations, idx = _intern(
-            self.rotations, values.astype(np.float32), preferred, self.base is not None
-        )
-        return idx
+        return self.rotations.indices(values, preferred)
 
     def model(self) -> tkl_format.TKL:
-        if len(self.positions) > 0x10000 or len(self.rotations) > 0x10000:
+        positions, rotations = self.positions.array(), self.rotations.array()
+        if len(positions) > 0x10000 or len(rotations) > 0x10000:
             raise ToshiExportError(
-                f"keyframe library {self.name!r} would hold {len(self.positions)} positions and "
-                f"{len(self.rotations)} rotations; key indices are 16-bit (at most 65536 each)"
+                f"keyframe library {self.name!r} would hold {len(positions)} positions and "
+                f"{len(rotations)} rotations; key indices are 16-bit (at most 65536 each)"
             )
         if self.base is not None:
             b = self.base
             field = b.name_field if b.name == self.name else tkl_format.name_field(self.name)
-            return tkl_format.TKL(
-                field, self.positions, self.rotations, b.scale_count, b.scale_size, b.scales, b.reserved
-            )
-        return tkl_format.TKL(tkl_format.name_field(self.name), self.positions, self.rotations)
-
-
-def _intern(
-    table: np.ndarray, values: np.ndarray, preferred, use_preferred: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """Indices of ``values`` in ``table``, appending the ones not found.
-
-    A preferred index (the one the key had when imported) is kept when its entry
-    is within KEY_TOLERANCE; otherwise an entry with the same bits is reused.
-    """
-    count = len(values)
-    idx = np.full(count, -1, np.int64)
-    if use_preferred and preferred is not None and len(preferred) == count and count:
-        pref = np.asarray(preferred, np.int64)
-        valid = (pref >= 0) & (pref < len(table))
-        close = np.zeros(count, bool)
-        close[valid] = np.abs(table[pref[valid]] - values[valid]).max(axis=1) <= KEY_TOLERANCE
-        idx[close] = pref[close]
-    todo = np.flatnonzero(idx < 0)
-    if not len(todo):
-        return table, idx
-    width = table.shape[1]
-    rows = (
-        np.ascontiguousarray(np.concatenate([table, values[todo]]))
-        .view(np.dtype((np.void, 4 * width)))
-        .ravel()
-    )
-    _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
-    first_of = first[inverse.ravel()][len(table) :]
-    fresh = first_of >= len(table)
-    new_rows = np.unique(first_of[fresh])
-    slot = np.empty(len(rows), np.int64)
-    slot[new_rows] = len(table) + np.arange(len(new_rows))
-    idx[todo] = np.where(fresh, slot[first_of], first_of)
-    table = np.concatenate([table, np.ascontiguousarray(np.concatenate([table, values[todo]])[new_rows])])
-    return table, idx
+            return tkl_format.TKL(field, positions, rotations, b.scale_count, b.scale_size, b.scales, b.reserved)
+        return tkl_format.TKL(tkl_format.name_field(self.name), positions, rotations)
 
 
 def _slerp(times: np.ndarray, key_times: np.ndarray, quats: np.ndarray) -> np.ndarray:
@@ -1190,12 +1191,19 @@ def _texture(image: Image, texture_id: int) -> tml_format.Texture:
     if width > 0xFFFF or height > 0xFFFF:
         raise ToshiExportError(f"image {image.name!r} is larger than 65535 pixels")
     fmt = int(fmt) if fmt is not None and int(fmt) in tml_format.FORMAT_NAMES else 0
+    if "order" in e:  # a library texture whose stored data no longer holds its pixels: they were edited
+        fmt = 0  # RGBA8888 keeps what was painted; the file's format (DXT, 16-bit) would not
     if fmt == tml_format.FORMAT_DDS:
         encoding = image.source_format if image.source_format in ("DXT1", "DXT3", "DXT5") else "DXT5"
         data = dds.encode(pixels, encoding)
     else:
         data = raster.encode(tml_format.FORMAT_NAMES[fmt], pixels)
     return tml_format.Texture(texture_id, format=fmt, width=width, height=height, data=data, **header)
+
+
+def _renamed(material: Material) -> bool:
+    raw = bytes.fromhex(material.extras.get("name_field", ""))
+    return tml_format.decode_name(raw) != material.name
 
 
 def _tml_out(scene: Scene) -> tml_format.TML:
@@ -1225,6 +1233,10 @@ def _tml_out(scene: Scene) -> tml_format.TML:
 
     orders = [m.extras.get("order") for m in materials]
     keep_order = all(o is not None for o in orders) and sorted(orders) == list(range(len(materials)))
+    if keep_order and any(_renamed(m) for m in materials):
+        # A rename may break the sort the game's binary search needs: keep the order only if it holds.
+        keys = [tml_format.sort_key(m.name) for m in sorted(materials, key=lambda m: int(m.extras["order"]))]
+        keep_order = keys == sorted(keys)
     ordered = (
         sorted(materials, key=lambda m: int(m.extras["order"]))
         if keep_order

@@ -1,0 +1,565 @@
+"""End-to-end speed of the Toshi (JPOG) importer and exporter on a large generated model.
+
+    .venv/bin/python bench/bench_toshi.py [--triangles N] [--bones N] [--animations N] [--keys N]
+                                          [--runs N] [--no-gltf] [--profile] [--others]
+
+Generates a large TMD/TKL/TML with ``tools/demo_creature.large_model`` (by
+default 500,000 triangles, 60 bones, 10 animations × 100 keys on every bone),
+writes it to a temporary folder and times, best of ``--runs`` (default 3):
+
+- import: read (tmd/tkl/tml ``read`` from the file bytes), to_scene
+  (``convert.to_scene``) and build (``build_scene`` into an empty Blender scene,
+  with its mesh, normals, weights, actions and armature parts timed);
+- the floor: the same arrays put into Blender with the bulk calls alone
+  (positions, corners, loop starts, custom normals, UVs, vertex groups with
+  the grouping by (bone, weight) done before the clock, actions with
+  ``keyframe_points.add`` + ``foreach_set``); every array is prepared before
+  the clock, so this is Blender's own cost;
+- Blender's bundled glTF importer on the same scene: the built scene is
+  exported once to GLB (skins and every action; this alone takes ~25 s) and
+  ``import_scene.gltf`` with its default options is timed in an empty scene
+  (best of at most 2);
+- export: ``extract_scene`` + ``convert.from_scene`` (appending to the
+  imported keyframe library, as the export operator does by default) +
+  tmd/tkl/tml ``write``, and whether the files written equal the files read.
+
+It prints a table, the ratios import/floor, import/glTF and export/import,
+and a verdict against the aims (import ≤ 2× floor and ≤ 0.5× glTF). When the
+import misses an aim, or with ``--profile``, it profiles ``build_scene``,
+prints the hot spots, and times the slow and fast ways to set UVs and
+material indices. ``--others`` also runs bench_build.py and
+bench_toshi_format.py and prints their output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import cProfile
+import io
+import os
+import pstats
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+from pathlib import Path
+
+os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="retro_models_bench_"))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tools"))
+
+import bpy  # noqa: E402
+import demo_creature  # noqa: E402  (loads the add-on package as retro_models)
+import numpy as np  # noqa: E402
+from retro_models.formats.toshi import convert, tkl, tmd, tml  # noqa: E402
+from retro_models.operators.blender import build, compat  # noqa: E402
+from retro_models.operators.blender.extract import extract_scene  # noqa: E402
+
+AIM_FLOOR, AIM_GLTF = 2.0, 0.5
+
+
+def empty_scene() -> None:
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+
+
+# -- import -------------------------------------------------------------------
+
+
+_PARTS = {  # build.py function -> part of the breakdown
+    "_build_mesh": "mesh",
+    "set_normals": "normals",
+    "add_vertex_groups": "weights",
+    "_build_animation": "actions",
+    "_build_armature": "armature",
+}
+
+
+def timed_build(scene) -> tuple[object, dict[str, float]]:
+    """build_scene with its main functions timed (mesh excludes normals and weights)."""
+    parts: dict[str, float] = defaultdict(float)
+    # Only the functions build.py still has (it is being worked on): a missing part reads as 0.
+    originals = {name: getattr(build, name) for name in _PARTS if callable(getattr(build, name, None))}
+
+    def timed(name, function):
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                parts[_PARTS[name]] += time.perf_counter() - start
+
+        return wrapper
+
+    for name, function in originals.items():
+        setattr(build, name, timed(name, function))
+    try:
+        start = time.perf_counter()
+        result = build.build_scene(scene, bpy.context)
+        parts["build"] = time.perf_counter() - start
+    finally:
+        for name, function in originals.items():
+            setattr(build, name, function)
+    parts["mesh"] -= parts["normals"] + parts["weights"]
+    parts["other"] = parts["build"] - sum(parts[p] for p in _PARTS.values())
+    return result, dict(parts)
+
+
+def import_once(files: dict[str, Path]) -> dict[str, float]:
+    data = {name: path.read_bytes() for name, path in files.items()}
+    times = {}
+    start = time.perf_counter()
+    model, library, materials = tmd.read(data["tmd"]), tkl.read(data["tkl"]), tml.read(data["tml"])
+    times["read"] = time.perf_counter() - start
+    start = time.perf_counter()
+    scene = convert.to_scene(model, library, materials)
+    times["to_scene"] = time.perf_counter() - start
+    empty_scene()
+    result, parts = timed_build(scene)
+    times.update(parts)
+    times["import"] = times["read"] + times["to_scene"] + times["build"]
+    return times, scene, result
+
+
+def import_best(files, runs):
+    """Best of ``runs`` per stage and per part of build; the scene of the last run stays built in Blender."""
+    stages: dict[str, float] = defaultdict(lambda: float("inf"))
+    for _ in range(runs):
+        times, scene, result = import_once(files)
+        for name, seconds in times.items():
+            stages[name] = min(stages[name], seconds)
+    return dict(stages), scene, result
+
+
+# -- export -------------------------------------------------------------------
+
+
+def export_best(result, runs, files) -> dict[str, float]:
+    """Best of ``runs`` per stage, and whether the files written equal the files imported.
+
+    Like the export operator's default ("append"), new keys go into the model's
+    existing keyframe library, read (untimed) from the imported TKL.
+    """
+    base = tkl.read(files["tkl"].read_bytes())
+    stages: dict[str, float] = defaultdict(lambda: float("inf"))
+    for _ in range(runs):
+        start = time.perf_counter()
+        extracted = extract_scene(bpy.context, result.armatures[0], result.objects)
+        extract = time.perf_counter() - start
+        start = time.perf_counter()
+        model, library, materials = convert.from_scene(extracted, tkl=base)
+        from_scene = time.perf_counter() - start
+        start = time.perf_counter()
+        written = {"tmd": tmd.write(model), "tkl": tkl.write(library), "tml": tml.write(materials)}
+        write = time.perf_counter() - start
+        for name, seconds in (("extract", extract), ("from_scene", from_scene), ("write", write)):
+            stages[name] = min(stages[name], seconds)
+        stages["export"] = min(stages["export"], extract + from_scene + write)
+    same = {kind: written[kind] == path.read_bytes() for kind, path in files.items()}
+    return dict(stages), same
+
+
+# -- floor --------------------------------------------------------------------
+
+
+def _weight_calls(joints: np.ndarray, weights: np.ndarray) -> list[tuple[int, float, list[int]]]:
+    """(bone, weight, vertices) per distinct (bone, weight): the fewest vertex-group calls."""
+    vertex = np.repeat(np.arange(len(joints)), joints.shape[1])
+    joints, weights = joints.ravel().astype(np.int64), weights.ravel().astype(np.float32)
+    used = weights > 0
+    vertex, joints, weights = vertex[used], joints[used], weights[used]
+    key = (joints << 32) | weights.view(np.uint32).astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    key, vertex, weights = key[order], vertex[order], weights[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    ends = np.r_[starts[1:], len(key)]
+    return [
+        (int(key[s] >> 32), float(weights[s]), vertex[s:e].tolist())
+        for s, e in zip(starts.tolist(), ends.tolist(), strict=True)
+    ]
+
+
+def _prepare_floor(scene):
+    meshes = []
+    for mesh in scene.meshes:
+        corners = np.ascontiguousarray(mesh.triangles, np.int32).ravel()
+        uv = mesh.uv_layers[0]
+        uv_data = np.asarray(uv.data, np.float32)
+        meshes.append(
+            {
+                "name": mesh.name,
+                "count": len(mesh.positions),
+                "positions": np.ascontiguousarray(mesh.positions, np.float32).ravel(),
+                "corners": corners,
+                "loop_starts": np.arange(0, len(corners), 3, dtype=np.int32),
+                "normals": np.ascontiguousarray(mesh.normals.data, np.float32),
+                "uvs": np.ascontiguousarray(uv_data[corners] if uv.domain == "POINT" else uv_data).ravel(),
+                "weights": _weight_calls(np.asarray(mesh.skin_joints), np.asarray(mesh.skin_weights)),
+            }
+        )
+    actions = []
+    for animation in scene.animations:
+        curves = []
+        for channel in animation.channels:
+            values = np.asarray(channel.values, np.float32).reshape(len(channel.times), -1)
+            path = f'pose.bones["{channel.target}"].{channel.path}'
+            for c in range(values.shape[1]):
+                co = np.empty((len(channel.times), 2), np.float32)
+                co[:, 0] = channel.times
+                co[:, 1] = values[:, c]
+                curves.append((path, c, co.ravel(), np.ones(len(channel.times), np.int32)))
+        actions.append((animation.name, curves))
+    return meshes, actions, list(scene.skeletons[0].bone_names)
+
+
+def floor(scene, runs: int) -> dict[str, float]:
+    """Blender's bulk calls alone for the scene's arrays: the best of ``runs`` per stage."""
+    prepared = _prepare_floor(scene)
+    best: dict[str, float] = defaultdict(lambda: float("inf"))
+    for _ in range(runs):
+        empty_scene()
+        for name, seconds in _floor_once(*prepared).items():
+            best[name] = min(best[name], seconds)
+    return dict(best)
+
+
+def _floor_once(meshes, actions, bone_names) -> dict[str, float]:
+    stages: dict[str, float] = defaultdict(float)
+    for m in meshes:
+        start = time.perf_counter()
+        data = bpy.data.meshes.new(m["name"])
+        data.vertices.add(m["count"])
+        data.loops.add(len(m["corners"]))
+        data.polygons.add(len(m["loop_starts"]))
+        data.attributes["position"].data.foreach_set("vector", m["positions"])
+        data.attributes[".corner_vert"].data.foreach_set("value", m["corners"])
+        data.polygons.foreach_set("loop_start", m["loop_starts"])
+        data.update(calc_edges=True)
+        # A UV map is a FLOAT2 corner attribute: its generic setter is ~6x faster than uv_layers[].data.
+        data.attributes[data.uv_layers.new(name="UVMap").name].data.foreach_set("vector", m["uvs"])
+        stages["mesh"] += time.perf_counter() - start
+        start = time.perf_counter()
+        data.normals_split_custom_set_from_vertices(m["normals"])
+        stages["normals"] += time.perf_counter() - start
+        start = time.perf_counter()
+        obj = bpy.data.objects.new(m["name"], data)
+        groups = [obj.vertex_groups.new(name=name) for name in bone_names]
+        for bone, weight, vertices in m["weights"]:
+            groups[bone].add(vertices, weight, "REPLACE")
+        stages["weights"] += time.perf_counter() - start
+        if bpy.app.version >= (4, 5, 0):  # for the report: free normals, a plain attribute (not deformed)
+            copy = bpy.data.meshes.new("free normals")
+            copy.vertices.add(m["count"])
+            start = time.perf_counter()
+            copy.attributes.new("custom_normal", "FLOAT_VECTOR", "POINT").data.foreach_set(
+                "vector", m["normals"].ravel()
+            )
+            stages["free normals"] += time.perf_counter() - start
+    start = time.perf_counter()
+    for name, curves in actions:
+        action = bpy.data.actions.new(name)
+        if compat.SLOTTED_ACTIONS:
+            slot = action.slots.new(id_type="OBJECT", name="Rig")
+            fcurves = (
+                action.layers.new("Layer").strips.new(type="KEYFRAME").channelbag(slot, ensure=True).fcurves
+            )
+        else:
+            fcurves = action.fcurves
+        for path, index, co, interpolation in curves:
+            fcurve = fcurves.new(path, index=index)
+            points = fcurve.keyframe_points
+            points.add(len(interpolation))
+            points.foreach_set("co", co)
+            points.foreach_set("interpolation", interpolation)
+            fcurve.update()
+    stages["actions"] = time.perf_counter() - start
+    stages["floor"] = sum(v for k, v in stages.items() if k != "free normals")
+    return dict(stages)
+
+
+# -- profile -------------------------------------------------
+
+
+def profile_build(scene, lines: int = 18) -> str:
+    empty_scene()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    build.build_scene(scene, bpy.context)
+    profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("tottime").print_stats(lines)
+    text = out.getvalue()
+    # Keep the table, drop the header lines pstats prints before it.
+    return text[text.find("   ncalls") :].rstrip()
+
+
+def probes(scene) -> list[str]:
+    """Slow and fast ways to set what build_scene sets, on a copy of the largest mesh."""
+    mesh = max(scene.meshes, key=lambda m: len(m.triangles))
+    corners = np.ascontiguousarray(mesh.triangles, np.int32).ravel()
+    faces = len(mesh.triangles)
+    empty_scene()
+    data = bpy.data.meshes.new("probe")
+    data.vertices.add(len(mesh.positions))
+    data.loops.add(len(corners))
+    data.polygons.add(faces)
+    data.attributes["position"].data.foreach_set(
+        "vector", np.ascontiguousarray(mesh.positions, np.float32).ravel()
+    )
+    data.attributes[".corner_vert"].data.foreach_set("value", corners)
+    data.polygons.foreach_set("loop_start", np.arange(0, len(corners), 3, dtype=np.int32))
+    data.update(calc_edges=True)
+    uvs = np.ascontiguousarray(np.asarray(mesh.uv_layers[0].data, np.float32)[corners]).ravel()
+    material = np.zeros(faces, np.int32)
+
+    def clock(work) -> float:
+        start = time.perf_counter()
+        work()
+        return time.perf_counter() - start
+
+    slow_uv = clock(lambda: data.uv_layers.new(name="a").data.foreach_set("uv", uvs))
+    fast_uv = clock(
+        lambda: data.attributes[data.uv_layers.new(name="b").name].data.foreach_set("vector", uvs)
+    )
+    slow_mi = clock(lambda: data.polygons.foreach_set("material_index", material))
+    data.attributes.remove(data.attributes["material_index"])
+    fast_mi = clock(
+        lambda: data.attributes.new("material_index", "INT", "FACE").data.foreach_set("value", material)
+    )
+    bpy.data.meshes.remove(data)
+    return [
+        f"UVs ({len(corners):,} corners): uv_layers[].data.foreach_set('uv') {slow_uv:.3f} s, "
+        f"attributes[uv name].data.foreach_set('vector') {fast_uv:.3f} s",
+        f"material index ({faces:,} faces): polygons.foreach_set('material_index') {slow_mi:.3f} s, "
+        f"attributes.new('material_index', 'INT', 'FACE') + foreach_set('value') {fast_mi:.3f} s "
+        f"(or nothing when every face uses slot 0)",
+    ]
+
+
+# -- glTF -----------------------------------------------------------------------
+
+
+@contextmanager
+def quiet():
+    """Send what Blender and the glTF add-on print to a file; show it only if the block raises."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with tempfile.TemporaryFile("w+") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            log.seek(0)
+            print(log.read(), file=sys.stderr)
+            raise
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def ensure_gltf() -> None:
+    import addon_utils  # Blender's module, on the path once bpy is imported
+
+    if not addon_utils.check("io_scene_gltf2")[1]:
+        addon_utils.enable("io_scene_gltf2", default_set=True)
+
+
+def gltf(folder: Path, runs: int) -> dict[str, float]:
+    """Export the scene now in Blender to GLB (once), then time importing it into an empty scene."""
+    ensure_gltf()
+    path = folder / "large.glb"
+    with quiet():
+        start = time.perf_counter()
+        bpy.ops.export_scene.gltf(
+            filepath=str(path),
+            export_format="GLB",
+            export_skins=True,
+            export_animations=True,
+            export_animation_mode="ACTIONS",
+            export_normals=True,
+            export_texcoords=True,
+        )
+        exported = time.perf_counter() - start
+    imported = float("inf")
+    for _ in range(runs):
+        empty_scene()
+        ensure_gltf()
+        with quiet():
+            start = time.perf_counter()
+            bpy.ops.import_scene.gltf(filepath=str(path))  # default options, as a user would
+            imported = min(imported, time.perf_counter() - start)
+    # In the scene only: the importer also makes a bone-shape mesh that no object in the scene shows.
+    triangles = sum(len(o.data.polygons) for o in bpy.context.scene.objects if o.type == "MESH")
+    fcurves = sum(len(compat.action_fcurves(a)) for a in bpy.data.actions)
+    return {
+        "gltf export": exported,
+        "gltf import": imported,
+        "gltf triangles": triangles,
+        "gltf actions": len(bpy.data.actions),
+        "gltf fcurves": fcurves,
+        "gltf MB": path.stat().st_size / 1e6,
+    }
+
+
+# -- main -------------------------------------------------------------------------
+
+
+def run_others() -> None:
+    for script, extra in (("bench_build.py", []), ("bench_toshi_format.py", ["500000"])):
+        print(f"\n$ {Path(sys.executable).name} bench/{script} {' '.join(extra)}".rstrip())
+        done = subprocess.run(
+            [sys.executable, str(HERE / script), *extra], capture_output=True, text=True, check=False
+        )
+        print((done.stdout + done.stderr).rstrip())
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--triangles", type=int, default=500_000)
+    parser.add_argument("--bones", type=int, default=60)
+    parser.add_argument("--animations", type=int, default=10)
+    parser.add_argument("--keys", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=3, help="best of N for import, floor and export")
+    parser.add_argument("--no-gltf", action="store_true", help="skip the glTF comparison")
+    parser.add_argument(
+        "--profile", action="store_true", help="profile build_scene even when the aims are met"
+    )
+    parser.add_argument(
+        "--others", action="store_true", help="also run bench_build.py and bench_toshi_format.py"
+    )
+    args = parser.parse_args(argv)
+    wall = time.perf_counter()
+    load_before = os.getloadavg()[0]
+
+    start = time.perf_counter()
+    generated = demo_creature.large_model(
+        triangles=args.triangles, bones=args.bones, animations=args.animations, keys=args.keys
+    )
+    generate = time.perf_counter() - start
+    folder = Path(tempfile.mkdtemp(prefix="retro_models_bench_toshi_"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # the model and the GLB: ~30 MB
+    files = {}
+    for name, data in generated.items():
+        (folder / name).write_bytes(data)
+        files[name.rsplit(".", 1)[1]] = folder / name
+    del generated
+
+    imp, scene, result = import_best(files, args.runs)
+    meshes = scene.meshes
+    triangles = sum(len(m.triangles) for m in meshes)
+    vertices = sum(len(m.positions) for m in meshes)
+    channels = [c for a in scene.animations for c in a.channels]
+    fcurves = sum(np.asarray(c.values).reshape(len(c.times), -1).shape[1] for c in channels)
+    keyframes = sum(np.asarray(c.values).size for c in channels)
+    keys = sorted({len(c.times) for c in channels})
+
+    exp, same = export_best(result, args.runs, files)
+    ref = gltf(folder, min(args.runs, 2)) if not args.no_gltf else {}
+    base = floor(scene, args.runs)
+
+    sizes = " | ".join(f"{p.name} {p.stat().st_size / 1e6:.2f} MB" for p in sorted(folder.glob("large.t*")))
+    print(
+        f"bpy {bpy.app.version_string}, {os.cpu_count()} CPUs; model generated in {generate:.1f} s ({sizes})"
+    )
+    print(
+        f"  {triangles:,} triangles, {vertices:,} vertices in {len(meshes)} meshes, "
+        f"{len(scene.skeletons[0].bone_names)} bones, {len(scene.animations)} animations, "
+        f"{len(channels)} channels with {'/'.join(map(str, keys))} keys, "
+        f"{fcurves:,} F-curves, {keyframes:,} keyframes"
+    )
+    load = max(load_before, os.getloadavg()[0])
+    if load > 0.5:
+        print(
+            f"  note: load average up to {load:.1f} during the run; other work on the machine skews the times"
+        )
+    print(
+        f"  best of {args.runs} per stage for import, floor and export"
+        + (f", of {min(args.runs, 2)} for the glTF import; glTF export once" if ref else "")
+    )
+    print()
+    print("  stage              seconds   | build part  build   floor   ratio")
+    parts = ("mesh", "normals", "weights", "actions")
+    part_build = imp
+    rows = [
+        ("read", imp["read"]),
+        ("to_scene", imp["to_scene"]),
+        ("build", imp["build"]),
+        ("import (total)", imp["import"]),
+        ("floor", base["floor"]),
+    ]
+    if ref:
+        rows += [("glTF import", ref["gltf import"]), ("glTF export (info)", ref["gltf export"])]
+    rows += [
+        ("extract", exp["extract"]),
+        ("from_scene", exp["from_scene"]),
+        ("write", exp["write"]),
+        ("export (total)", exp["export"]),
+    ]
+    right = []
+    for part in parts:
+        b, f = part_build[part], base[part]
+        right.append(f"{part:10}  {b:6.2f}  {f:6.2f}  {b / f:5.1f}×")
+    right.append(f"{'armature':10}  {imp['armature']:6.2f}       -")
+    right.append(f"{'other':10}  {imp['other']:6.2f}       -")
+    right.append(
+        f"{'build':10}  {imp['build']:6.2f}  {base['floor']:6.2f}  {imp['build'] / base['floor']:5.1f}×"
+    )
+    for i in range(max(len(rows), len(right))):
+        left = f"  {rows[i][0]:18} {rows[i][1]:7.2f}" if i < len(rows) else " " * 28
+        print(f"{left}   | {right[i] if i < len(right) else ''}")
+    if "free normals" in base:
+        print(
+            f"  (free normals, a FLOAT_VECTOR 'custom_normal' attribute set by foreach_set, take "
+            f"{base['free normals']:.3f} s instead of {base['normals']:.2f} s, but armatures do not deform them)"
+        )
+    if ref:
+        print(
+            f"  glTF: {ref['gltf MB']:.1f} MB GLB, imported {ref['gltf triangles']:,} triangles, "
+            f"{ref['gltf actions']} actions with {ref['gltf fcurves']:,} F-curves"
+        )
+    print(
+        "  export = import files byte for byte: "
+        + ", ".join(f"{kind.upper()} {'yes' if equal else 'NO'}" for kind, equal in same.items())
+    )
+    print()
+    vs_floor = imp["import"] / base["floor"]
+    line = f"  import/floor {vs_floor:.2f}×"
+    met = vs_floor <= AIM_FLOOR
+    if ref:
+        vs_gltf = imp["import"] / ref["gltf import"]
+        line += f"   import/glTF {vs_gltf:.2f}×"
+        met = met and vs_gltf <= AIM_GLTF
+    line += f"   export/import {exp['export'] / imp['import']:.2f}×"
+    print(line)
+    verdict = (
+        f"verdict: import {imp['import']:.2f} s is {vs_floor:.2f}× the floor (aim ≤ {AIM_FLOOR:g}×)"
+        + (f" and {vs_gltf:.2f}× glTF (aim ≤ {AIM_GLTF:g}×)" if ref else " (glTF skipped)")
+        + (": MEETS the aims" if met else ": MISSES the aims")
+    )
+    print(verdict)
+    if not met or args.profile:
+        print("\nbuild_scene profile (top functions by own time):")
+        print(profile_build(scene))
+        print("bulk-path probes on the largest mesh (slow way, as build_scene does it, then fast way):")
+        for line in probes(scene):
+            print(f"  {line}")
+    print(f"\n(total bench time {time.perf_counter() - wall:.0f} s)")
+    if args.others:
+        run_others()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
