@@ -36,4 +36,50 @@ class VIEW3D_PT_retro_toshi(bpy.types.Panel):
         layout.operator("retro_models.toshi_load_tkl", icon="IMPORT")
 
 
-classes = (VIEW3D_PT_retro_toshi,)
+class VIEW3D_PT_retro_j3d(bpy.types.Panel):
+    """The J3D animations applied to the active armature and to the active material; click one to play it."""
+
+    bl_label = "J3D Animations"
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Retro"
+
+    @staticmethod
+    def owners(context) -> list:
+        """(label, armature object or material, material name or "") with J3D animations applied."""
+        obj = context.active_object
+        found = []
+        if obj is not None and obj.type == "ARMATURE" and props.ANIMATIONS in obj.data:
+            found.append((f"Armature {obj.name}", obj, ""))
+        material = obj.active_material if obj is not None else None
+        if material is not None and props.ANIMATIONS in material:
+            found.append((f"Material {material.name}", material, material.name))
+        return found
+
+    @classmethod
+    def poll(cls, context):
+        return bool(cls.owners(context))
+
+    def draw(self, context):
+        from ..operators.j3d import group_actions
+
+        for label, owner, material in self.owners(context):
+            box = self.layout.box()
+            box.label(text=label, icon="MATERIAL" if material else "ARMATURE_DATA")
+            id_data = owner.node_tree if material else owner
+            playing = id_data.animation_data.action if id_data.animation_data else None
+            for group in props.to_python(owner[props.ANIMATIONS] if material else owner.data[props.ANIMATIONS]):
+                actions = group_actions(group)
+                primary = next((a for a in actions if a[props.ANIMATION].get("primary")), None)
+                if primary is None:
+                    continue
+                extras = props.get_extras(primary)
+                text = f"{primary.name} ({extras.get('j3d_type', '?').upper()})"
+                row = box.row()
+                op = row.operator(
+                    "retro_models.j3d_use_animation", text=text, depress=playing in actions, icon="ACTION"
+                )
+                op.group, op.material = group, material
+
+
+classes = (VIEW3D_PT_retro_toshi, VIEW3D_PT_retro_j3d)
