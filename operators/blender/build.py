@@ -431,9 +431,8 @@ def _rotation_modes(scene: Scene, maps: list[dict[str, BoneMaps]]) -> dict[tuple
 
 
 def _attribute(mesh, name: str, kind: str, domain: str, data: np.ndarray, field_name: str) -> None:
-    mesh.attributes.new(name, kind, domain).data.foreach_set(
-        field_name, np.ascontiguousarray(data, np.float32).ravel()
-    )
+    dtype = np.int32 if kind == "INT" else np.float32
+    mesh.attributes.new(name, kind, domain).data.foreach_set(field_name, np.ascontiguousarray(data, dtype).ravel())
 
 
 def _corner_data(
@@ -486,8 +485,9 @@ def _build_mesh(context, mesh: Mesh, collection, materials, armature, result) ->
     for layer in mesh.uv_layers:
         uv = blender_mesh.uv_layers.new(name=layer.name)
         info["uv_domains"][uv.name] = layer.domain
-        uv.data.foreach_set(
-            "uv",
+        # The layer's generic attribute takes the values several times faster than ``uv.data``.
+        blender_mesh.attributes[uv.name].data.foreach_set(
+            "vector",
             np.ascontiguousarray(
                 _corner_data(np.asarray(layer.data), layer.domain, corners, keep), np.float32
             ).ravel(),
@@ -506,8 +506,9 @@ def _build_mesh(context, mesh: Mesh, collection, materials, armature, result) ->
         _attribute(blender_mesh, props.TANGENT_SIGN, "FLOAT", mesh.tangents.domain, data[:, 3], "value")
     for index in mesh.materials:
         blender_mesh.materials.append(materials[index])
-    if mesh.material_indices is not None and mesh.materials:
-        blender_mesh.polygons.foreach_set("material_index", np.asarray(mesh.material_indices, np.int32)[keep])
+    indices = None if mesh.material_indices is None else np.asarray(mesh.material_indices, np.int32)[keep]
+    if indices is not None and mesh.materials and indices.any():  # all zero is Blender's default
+        _attribute(blender_mesh, "material_index", "INT", "FACE", indices, "value")
     if mesh.skin_weights is not None:
         info["skin_influences"] = int(np.asarray(mesh.skin_weights).shape[1])
     if mesh.shape_keys:
