@@ -47,6 +47,9 @@ demo: $(VENV)/.stamp
 
 bench: $(VENV)/.stamp
 	$(VENV)/bin/python bench/bench_toshi.py
+	$(VENV)/bin/python bench/bench_toshi_format.py
+	$(VENV)/bin/python bench/bench_build.py
+	$(VENV)/bin/python bench/bench_textures.py
 
 clean:
 	rm -rf build $(VENV) $(VENV_OLDEST) .pytest_cache .ruff_cache .hypothesis

@@ -1,7 +1,7 @@
 """End-to-end speed of the Toshi (JPOG) importer and exporter on a large generated model.
 
     .venv/bin/python bench/bench_toshi.py [--triangles N] [--bones N] [--animations N] [--keys N]
-                                          [--runs N] [--no-gltf] [--profile] [--others]
+                                          [--runs N] [--no-gltf] [--profile]
 
 Generates a large TMD/TKL/TML with ``tools/demo_creature.large_model`` (by
 default 500,000 triangles, 60 bones, 10 animations × 100 keys on every bone),
@@ -26,9 +26,7 @@ writes it to a temporary folder and times, best of ``--runs`` (default 3):
 It prints a table, the ratios import/floor, import/glTF and export/import,
 and a verdict against the aims (import ≤ 2× floor and ≤ 0.5× glTF). When the
 import misses an aim, or with ``--profile``, it profiles ``build_scene``,
-prints the hot spots, and times the slow and fast ways to set UVs and
-material indices. ``--others`` also runs bench_build.py and
-bench_toshi_format.py and prints their output.
+prints the hot spots.
 """
 
 from __future__ import annotations
@@ -40,7 +38,6 @@ import io
 import os
 import pstats
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -297,49 +294,6 @@ def profile_build(scene, lines: int = 18) -> str:
     return text[text.find("   ncalls") :].rstrip()
 
 
-def probes(scene) -> list[str]:
-    """Slow and fast ways to set what build_scene sets, on a copy of the largest mesh."""
-    mesh = max(scene.meshes, key=lambda m: len(m.triangles))
-    corners = np.ascontiguousarray(mesh.triangles, np.int32).ravel()
-    faces = len(mesh.triangles)
-    empty_scene()
-    data = bpy.data.meshes.new("probe")
-    data.vertices.add(len(mesh.positions))
-    data.loops.add(len(corners))
-    data.polygons.add(faces)
-    data.attributes["position"].data.foreach_set(
-        "vector", np.ascontiguousarray(mesh.positions, np.float32).ravel()
-    )
-    data.attributes[".corner_vert"].data.foreach_set("value", corners)
-    data.polygons.foreach_set("loop_start", np.arange(0, len(corners), 3, dtype=np.int32))
-    data.update(calc_edges=True)
-    uvs = np.ascontiguousarray(np.asarray(mesh.uv_layers[0].data, np.float32)[corners]).ravel()
-    material = np.zeros(faces, np.int32)
-
-    def clock(work) -> float:
-        start = time.perf_counter()
-        work()
-        return time.perf_counter() - start
-
-    slow_uv = clock(lambda: data.uv_layers.new(name="a").data.foreach_set("uv", uvs))
-    fast_uv = clock(
-        lambda: data.attributes[data.uv_layers.new(name="b").name].data.foreach_set("vector", uvs)
-    )
-    slow_mi = clock(lambda: data.polygons.foreach_set("material_index", material))
-    data.attributes.remove(data.attributes["material_index"])
-    fast_mi = clock(
-        lambda: data.attributes.new("material_index", "INT", "FACE").data.foreach_set("value", material)
-    )
-    bpy.data.meshes.remove(data)
-    return [
-        f"UVs ({len(corners):,} corners): uv_layers[].data.foreach_set('uv') {slow_uv:.3f} s, "
-        f"attributes[uv name].data.foreach_set('vector') {fast_uv:.3f} s",
-        f"material index ({faces:,} faces): polygons.foreach_set('material_index') {slow_mi:.3f} s, "
-        f"attributes.new('material_index', 'INT', 'FACE') + foreach_set('value') {fast_mi:.3f} s "
-        f"(or nothing when every face uses slot 0)",
-    ]
-
-
 # -- glTF -----------------------------------------------------------------------
 
 
@@ -416,15 +370,6 @@ def gltf(folder: Path, runs: int) -> dict[str, float]:
 # -- main -------------------------------------------------------------------------
 
 
-def run_others() -> None:
-    for script, extra in (("bench_build.py", []), ("bench_toshi_format.py", ["500000"])):
-        print(f"\n$ {Path(sys.executable).name} bench/{script} {' '.join(extra)}".rstrip())
-        done = subprocess.run(
-            [sys.executable, str(HERE / script), *extra], capture_output=True, text=True, check=False
-        )
-        print((done.stdout + done.stderr).rstrip())
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--triangles", type=int, default=500_000)
@@ -435,9 +380,6 @@ def main(argv=None) -> int:
     parser.add_argument("--no-gltf", action="store_true", help="skip the glTF comparison")
     parser.add_argument(
         "--profile", action="store_true", help="profile build_scene even when the aims are met"
-    )
-    parser.add_argument(
-        "--others", action="store_true", help="also run bench_build.py and bench_toshi_format.py"
     )
     args = parser.parse_args(argv)
     wall = time.perf_counter()
@@ -552,12 +494,7 @@ def main(argv=None) -> int:
     if not met or args.profile:
         print("\nbuild_scene profile (top functions by own time):")
         print(profile_build(scene))
-        print("bulk-path probes on the largest mesh (slow way, as build_scene does it, then fast way):")
-        for line in probes(scene):
-            print(f"  {line}")
     print(f"\n(total bench time {time.perf_counter() - wall:.0f} s)")
-    if args.others:
-        run_others()
     return 0
 
 

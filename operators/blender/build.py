@@ -55,7 +55,6 @@ from .curves import (
     BoneMaps,
     continuity_signs,
     euler_to_matrix,
-    inverse,
     map_keys,
     matrix_to_euler,
     sample,
@@ -669,8 +668,7 @@ class _ActionSet:
         if meta is not None:
             channels.append({"order": self.order, "data_path": data_path, **meta})
             self.order += 1
-        indices = range(count) if indices is None else indices
-        return [compat.new_fcurve(action, slot, data_path, i, group) for i in indices]
+        return compat.new_fcurves(action, slot, data_path, range(count) if indices is None else indices, group)
 
     def ensure(self, id_data, id_type: str) -> tuple:
         """The action (with its slot and channel records) animating ``id_data``."""
@@ -1252,7 +1250,7 @@ def _build_bone_channel(
     if parts is not None:
         co = np.stack(np.broadcast_arrays(np.asarray(times)[None, :], new_values.T), axis=-1)
         meta.update(parts=[_part_record(p) for p in parts], written=keys_hash(co, interpolation))
-    elif "baked" not in meta and not _float32_exact(values, mapped[0], maps.maps[path]):
+    elif "baked" not in meta and not _float32_exact(values, mapped[0], maps.inverses[path]):
         # F-curves hold float32 pose values; mapped back, the last bit of a value can change. The
         # file's values stay with the keys for the extractor, used while the keys are unedited.
         co = np.stack(np.broadcast_arrays(np.asarray(times)[None, :], new_values.T), axis=-1)
@@ -1262,9 +1260,9 @@ def _build_bone_channel(
     _write_channel(fcurves, times, new_values, interpolation, hl, hr, actions.animation.loop)
 
 
-def _float32_exact(values: np.ndarray, pose_values: np.ndarray, affine) -> bool:
+def _float32_exact(values: np.ndarray, pose_values: np.ndarray, inverse_affine) -> bool:
     """Whether float32 pose values map back to the same float32 parent-relative values, −0.0 included."""
-    a, b = inverse(*affine)
+    a, b = inverse_affine
     back = np.asarray(pose_values, np.float32).astype(np.float64) @ a.T + b
     return np.array_equal(back.astype(np.float32).view(np.uint32), np.asarray(values, np.float32).view(np.uint32))
 

@@ -29,14 +29,17 @@ def new_action(name: str, id_type: str, slot_name: str) -> tuple[bpy.types.Actio
     return action, slot
 
 
-def new_fcurve(action, slot, data_path: str, index: int, group: str = "") -> bpy.types.FCurve:
+def new_fcurves(action, slot, data_path: str, indices, group: str = "") -> list[bpy.types.FCurve]:
+    """New F-curves of ``data_path`` for each array index in ``indices``, in the action group ``group``."""
     if not SLOTTED_ACTIONS:
-        return action.fcurves.new(data_path, index=index, action_group=group)
+        return [action.fcurves.new(data_path, index=i, action_group=group) for i in indices]
     bag = action.layers[0].strips[0].channelbag(slot, ensure=True)
-    fcurve = bag.fcurves.new(data_path, index=index)
+    fcurves = [bag.fcurves.new(data_path, index=i) for i in indices]
     if group:
-        fcurve.group = bag.groups.get(group) or bag.groups.new(group)
-    return fcurve
+        action_group = bag.groups.get(group) or bag.groups.new(group)
+        for fcurve in fcurves:
+            fcurve.group = action_group
+    return fcurves
 
 
 def action_fcurves(action) -> list[bpy.types.FCurve]:

@@ -62,6 +62,8 @@ class BoneMaps:
         }
         if np.allclose(rot, np.eye(3), atol=1e-6) and np.allclose(self.display, np.eye(3), atol=1e-6):
             self.maps["rotation_euler"] = (np.eye(3), np.zeros(3))
+        # Pose basis → parent-relative channels: made once per bone, used for every channel.
+        self.inverses = {path: inverse(*affine) for path, affine in self.maps.items()}
 
     def basis_rotation(self, rotations: np.ndarray) -> np.ndarray:
         """(K, 3, 3) parent-relative rotations → pose-basis rotations."""

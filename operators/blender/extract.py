@@ -33,7 +33,7 @@ from ...formats.scene import (
 )
 from . import compat, props
 from .build import bake_frames, bone_maps, keys_hash, pixels_hash
-from .curves import euler_to_matrix, inverse, map_keys, matrix_to_euler, sample
+from .curves import euler_to_matrix, map_keys, matrix_to_euler, sample
 
 _EXTENSION_TO_WRAP = {"REPEAT": "REPEAT", "EXTEND": "CLAMP", "CLIP": "CLAMP", "MIRROR": "MIRROR"}
 _WRAP_TO_EXTENSION = {"REPEAT": "REPEAT", "CLAMP": "EXTEND", "MIRROR": "MIRROR"}
@@ -684,7 +684,7 @@ def _component_channel(channel: Channel, pose_path: str, component: int, maps, i
     bone = maps.get(channel.target)
     if bone is None or pose_path not in bone.maps:
         return None
-    a, b = inverse(*bone.maps[pose_path])
+    a, b = bone.inverses[pose_path]
     scale, offset = a[index, component], b[index]
     channel.values = channel.values * scale + offset
     for side in ("handles_left", "handles_right"):
@@ -746,7 +746,7 @@ def _relative_channel(channel: Channel, pose_path: str, maps, meta: dict) -> Cha
         channel.values = matrix_to_euler(bone.relative_rotation(basis))
         channel.interpolation, channel.handles_left, channel.handles_right = "LINEAR", None, None
         return channel
-    a, b = inverse(*bone.maps[pose_path])
+    a, b = bone.inverses[pose_path]
     mapped = map_keys(values, left, right, channel.interpolation, a, b)
     if mapped is None:  # Bézier handles the map cannot carry: sample every frame
         frames = bake_frames(channel.times)

@@ -533,7 +533,7 @@ def test_sampling_matches_blender_bezier_evaluation(empty_scene):
         [times[:, None] + [[3.0], [2.5], [9.0], [1.0]], values + [[1.0], [0.2], [-2.0], [0.1]]], axis=-1
     )
     action, slot = compat.new_action("probe", "OBJECT", "probe")
-    fcurve = compat.new_fcurve(action, slot, "location", 0)
+    (fcurve,) = compat.new_fcurves(action, slot, "location", [0])
     _write_fcurve(fcurve, times, values[:, 0], "BEZIER", left[:, 0], right[:, 0])
     frames = np.linspace(-1, 13, 113)
     expected = [fcurve.evaluate(f) for f in frames]
