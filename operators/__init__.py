@@ -7,7 +7,7 @@ import os
 
 import bpy
 
-from . import j3d, tamsoft, tmrf, toshi, ttyd
+from . import animation, j3d, tamsoft, tmrf, toshi, ttyd
 
 # Each family module exposes ``classes`` (operators), ``IMPORTERS`` (extension →
 # loader returning a Scene), ``IMPORT_MENU`` / ``EXPORT_MENU`` entries
@@ -55,6 +55,7 @@ def importer_for(path: str):
 
 
 def _classes():
+    yield from animation.classes
     for module in FAMILIES:
         yield from module.classes
 

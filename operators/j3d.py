@@ -275,49 +275,7 @@ class IMPORT_SCENE_OT_j3d_animation(bpy.types.Operator, FileImporter):
             body.prop(self, "textures_file")
 
 
-class RETRO_MODELS_OT_j3d_use_animation(bpy.types.Operator):
-    """Play this J3D animation on the armature or material it was applied to"""
-
-    bl_idname = "retro_models.j3d_use_animation"
-    bl_label = "Use J3D Animation"
-    bl_options = {"REGISTER", "UNDO"}
-
-    group: StringProperty(options={"HIDDEN"})
-    material: StringProperty(options={"HIDDEN"})  # empty: the active armature
-
-    def execute(self, context):
-        owner = bpy.data.materials.get(self.material) if self.material else target_armature(context)
-        if owner is None:
-            self.report({"ERROR"}, "nothing to play the animation on")
-            return {"CANCELLED"}
-        use_animation(owner, self.group)
-        return {"FINISHED"}
-
-
-def group_actions(group: str) -> list[bpy.types.Action]:
-    from .blender import props
-
-    return [a for a in bpy.data.actions if props.to_python(a.get(props.ANIMATION, {})).get("group") == group]
-
-
-def use_animation(owner, group: str) -> None:
-    """Assign the action of ``group`` that animates ``owner`` (an armature object or a material)."""
-    from .blender import compat, props
-
-    is_material = isinstance(owner, bpy.types.Material)
-    id_data = owner.node_tree if is_material else owner
-    name = props.scene_name(owner)
-    for action in group_actions(group):
-        channels = props.to_python(action[props.ANIMATION]).get("channels", [])
-        if is_material and not any(c["kind"] == "material" and c["target"] == name for c in channels):
-            continue
-        if not is_material and any(c["kind"] == "material" for c in channels):
-            continue
-        compat.assign_action(id_data, action, compat.action_slot(action))
-        return
-
-
-classes = (IMPORT_SCENE_OT_j3d_animation, RETRO_MODELS_OT_j3d_use_animation)
+classes = (IMPORT_SCENE_OT_j3d_animation,)
 IMPORTERS = {".bmt": load_j3d}
 IMPORT_MENU = (
     (IMPORT_SCENE_OT_j3d_animation.bl_idname, "J3D animation / material set (.bck .btk .brk .btp .bpk .bmt)"),

@@ -36,17 +36,17 @@ class VIEW3D_PT_retro_toshi(bpy.types.Panel):
         layout.operator("retro_models.toshi_load_tkl", icon="IMPORT")
 
 
-class VIEW3D_PT_retro_j3d(bpy.types.Panel):
-    """The J3D animations applied to the active armature and to the active material; click one to play it."""
+class VIEW3D_PT_retro_animations(bpy.types.Panel):
+    """The animations imported for the active armature and for its active material; click one to play it."""
 
-    bl_label = "J3D Animations"
+    bl_label = "Animations"
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
     bl_category = "Retro"
 
     @staticmethod
     def owners(context) -> list:
-        """(label, armature object or material, material name or "") with J3D animations applied."""
+        """(label, armature object or material, material name or "") with imported animations."""
         obj = context.active_object
         found = []
         if obj is not None and obj.type == "ARMATURE" and props.ANIMATIONS in obj.data:
@@ -61,7 +61,7 @@ class VIEW3D_PT_retro_j3d(bpy.types.Panel):
         return bool(cls.owners(context))
 
     def draw(self, context):
-        from ..operators.j3d import group_actions
+        from ..operators.animation import group_actions
 
         for label, owner, material in self.owners(context):
             box = self.layout.box()
@@ -73,13 +73,13 @@ class VIEW3D_PT_retro_j3d(bpy.types.Panel):
                 primary = next((a for a in actions if a[props.ANIMATION].get("primary")), None)
                 if primary is None:
                     continue
-                extras = props.get_extras(primary)
-                text = f"{primary.name} ({extras.get('j3d_type', '?').upper()})"
+                kind = props.get_extras(primary).get("j3d_type", "")
+                text = f"{primary.name} ({kind.upper()})" if kind else primary.name
                 row = box.row()
                 op = row.operator(
-                    "retro_models.j3d_use_animation", text=text, depress=playing in actions, icon="ACTION"
+                    "retro_models.use_animation", text=text, depress=playing in actions, icon="ACTION"
                 )
                 op.group, op.material = group, material
 
 
-classes = (VIEW3D_PT_retro_toshi, VIEW3D_PT_retro_j3d)
+classes = (VIEW3D_PT_retro_toshi, VIEW3D_PT_retro_animations)

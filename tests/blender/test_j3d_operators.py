@@ -367,14 +367,14 @@ def test_panel_lists_and_switches_applied_animations(empty_scene):
     assert first != second
     groups = props.to_python(armature.data[props.ANIMATIONS])
     assert len(groups) == 2
-    panel = bpy.types.VIEW3D_PT_retro_j3d
+    panel = bpy.types.VIEW3D_PT_retro_animations
     assert panel.poll(bpy.context)
     buttons = []
     fake = type("Panel", (), {"layout": _Recorder(buttons), "owners": staticmethod(panel.owners)})()
     panel.draw(fake, bpy.context)
     assert [b.group for _, _, b in buttons] == groups
     assert [kwargs["depress"] for _, kwargs, _ in buttons] == [False, True]
-    bpy.ops.retro_models.j3d_use_animation(group=groups[0])
+    bpy.ops.retro_models.use_animation(group=groups[0])
     assert armature.animation_data.action == first
 
 
@@ -387,7 +387,7 @@ def test_panel_switches_material_animations(empty_scene):
     bpy.ops.import_scene.j3d_animation(filepath=str(path))
     assert material.node_tree.animation_data.action != first
     groups = props.to_python(material[props.ANIMATIONS])
-    bpy.ops.retro_models.j3d_use_animation(group=groups[0], material=material.name)
+    bpy.ops.retro_models.use_animation(group=groups[0], material=material.name)
     assert material.node_tree.animation_data.action == first
 
 

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import bpy
+import numpy as np
 import pytest
 from demo_creature import demo_files
 from support import data_counts
@@ -153,3 +154,23 @@ def test_batch_import_command(tmp_path, demo_dir):
     assert failed.returncode == 1
     assert "FAILED" in failed.stdout and "bad.tmd" in failed.stdout
     assert os.listdir(tmp_path / "each") == ["demo.blend"]
+
+
+def test_switching_animations_starts_from_the_rest_pose(empty_scene, demo_dir):
+    """Bones an animation does not key stay at rest, as in the game, not where the last animation left them."""
+    from retro_models.operators.blender import props
+    from retro_models.operators.blender.compat import action_fcurves
+
+    bpy.ops.import_scene.toshi_tmd(filepath=str(demo_dir / "demo.tmd"))
+    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    bpy.context.view_layer.objects.active = armature
+    walk, idle = props.to_python(armature.data[props.ANIMATIONS])
+    assert bpy.ops.retro_models.use_animation(group=walk) == {"FINISHED"}
+    bpy.context.scene.frame_set(7)
+    assert bpy.ops.retro_models.use_animation(group=idle) == {"FINISHED"}
+    bpy.context.scene.frame_set(7)
+    keyed = {fc.data_path.split('"')[1] for fc in action_fcurves(armature.animation_data.action)}
+    still = [b for b in armature.pose.bones if b.name not in keyed]
+    assert still and len(still) < len(armature.pose.bones)
+    for bone in still:
+        assert np.allclose(np.array(bone.matrix_basis), np.eye(4), atol=1e-6), bone.name
