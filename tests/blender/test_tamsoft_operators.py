@@ -1,17 +1,13 @@
 """The Tamsoft operators as a user runs them: import → export byte for byte, edits, normals, bad files,
 names files, and .tmd files told from JPOG's by their content."""
 
-import sys
 from pathlib import Path
 
+import bpy
 import numpy as np
 import pytest
 from support import data_counts
-
-bpy = pytest.importorskip("bpy")
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats" / "tamsoft"))
-from tamsoft_fixtures import cat_bytes, crc_name_hash, dds_rgba, tmd0_bytes  # noqa: E402
+from tamsoft_fixtures import cat_bytes, crc_name_hash, dds_rgba, tmd0_bytes
 
 LAYOUTS = [("<", True), ("<", False), (">", True), (">", False)]
 

@@ -5,23 +5,17 @@ every resource type) and files the project's writer makes from it (``convert.fro
 with a content choice), plus a model built from scratch with bpy.
 """
 
-import sys
 from pathlib import Path
 
+import bpy
 import numpy as np
 import pytest
-
-bpy = pytest.importorskip("bpy")
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "formats" / "tmrf"))
-sys.path.insert(0, str(HERE))
-import scene_dump  # noqa: E402
-import tmrf_fixtures as fx  # noqa: E402
-from retro_models.formats.tmrf import convert, media  # noqa: E402
-from retro_models.formats.tmrf import resources as res  # noqa: E402
-from retro_models.operators.blender import compat, props  # noqa: E402
-from support import data_counts  # noqa: E402
+import scene_dump
+import tmrf_fixtures as fx
+from retro_models.formats.tmrf import convert, media
+from retro_models.formats.tmrf import resources as res
+from retro_models.operators.blender import compat, props
+from support import data_counts
 
 
 def full_file() -> bytes:

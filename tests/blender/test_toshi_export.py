@@ -10,6 +10,7 @@ not depend on the vertex order or the strip layout the exporter chose.
 
 import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -963,3 +964,13 @@ def test_object_transforms_are_baked_into_the_vertices(demo, out):
     model, _, _ = read_trio(out)
     written = piece_vertices(model.lods[0].meshes[0])["position"]
     np.testing.assert_allclose(written, positions * 2 + np.float32([0.5, 0.0, -0.25]), atol=1e-5)
+
+
+def test_exported_demo_reimports_to_the_golden_dump(demo, out):
+    import scene_dump
+
+    golden = Path(__file__).resolve().parent / "golden" / "toshi_demo_creature.txt"
+    assert export(out, demo) == {"FINISHED"}
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    assert bpy.ops.import_scene.toshi_tmd(filepath=str(out / "demo.tmd"), lods="ALL") == {"FINISHED"}
+    assert scene_dump.dump() == golden.read_text(encoding="utf-8")

@@ -18,22 +18,17 @@
 
 import difflib
 import os
-import sys
 from pathlib import Path
 
+import bpy
 import demo_creature
 import numpy as np
 import pytest
+import scene_dump
 from retro_models.formats import scene as sc
 from retro_models.formats.toshi import convert, evaluate, tkl, tmd
-
-bpy = pytest.importorskip("bpy")
-
-from retro_models.operators import toshi as toshi_operators  # noqa: E402
-from retro_models.operators.blender import compat, props  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import scene_dump  # noqa: E402
+from retro_models.operators import toshi as toshi_operators
+from retro_models.operators.blender import compat, props
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "toshi_demo_creature.txt"
 REGENERATE = os.environ.get("RETRO_REGENERATE_GOLDEN") == "1"
