@@ -6,6 +6,7 @@ import bpy
 from bpy.props import StringProperty
 
 from .blender import compat, props
+from .blender.build import mapping_node_name
 
 
 def group_actions(group: str) -> list[bpy.types.Action]:
@@ -16,27 +17,77 @@ def group_actions(group: str) -> list[bpy.types.Action]:
 def use_animation(owner, group: str) -> None:
     """Play the animation ``group`` on ``owner`` (an armature object or a material).
 
-    An armature starts from its rest pose, as the games start an animation:
-    bones the animation does not key stay at rest instead of keeping the
-    previous animation's pose.
+    On an armature every action of the group is assigned to what it animates: the
+    armature, the visibility of its meshes, their shape keys and their materials.
+    Everything the previous animation animated goes back to rest first, as the games
+    start an animation from the model's rest: bones, shape-key weights, visibility,
+    texture transforms and swapped images.
     """
-    is_material = isinstance(owner, bpy.types.Material)
-    id_data = owner.node_tree if is_material else owner
-    name = props.scene_name(owner)
-    if not is_material:
-        for bone in owner.pose.bones:
-            bone.location = (0, 0, 0)
-            bone.rotation_quaternion = (1, 0, 0, 0)
-            bone.rotation_euler = (0, 0, 0)
-            bone.scale = (1, 1, 1)
+    if isinstance(owner, bpy.types.Material):
+        name = props.scene_name(owner)
+        for action in group_actions(group):
+            channels = props.to_python(action[props.ANIMATION]).get("channels", [])
+            if any(c["kind"] == "material" and c["target"] == name for c in channels):
+                compat.assign_action(owner.node_tree, action, compat.action_slot(action))
+                return
+        return
+    for bone in owner.pose.bones:
+        bone.location = (0, 0, 0)
+        bone.rotation_quaternion = (1, 0, 0, 0)
+        bone.rotation_euler = (0, 0, 0)
+        bone.scale = (1, 1, 1)
+    targets = _animated_data(owner)
+    chosen = {}
     for action in group_actions(group):
         channels = props.to_python(action[props.ANIMATION]).get("channels", [])
-        if is_material and not any(c["kind"] == "material" and c["target"] == name for c in channels):
-            continue
-        if not is_material and any(c["kind"] == "material" for c in channels):
-            continue
+        kind, target = (channels[0]["kind"], channels[0]["target"]) if channels else ("bone", "")
+        id_data = owner if kind == "bone" else targets.get((kind, target))
+        if id_data is not None:
+            chosen[id_data.as_pointer()] = (id_data, action)
+    for id_data in {t.as_pointer(): t for t in targets.values()}.values():
+        if id_data.animation_data and id_data.animation_data.action:
+            id_data.animation_data.action = None
+            _to_rest(id_data)  # what the new action does not key stays at rest
+    for id_data, action in chosen.values():
         compat.assign_action(id_data, action, compat.action_slot(action))
-        return
+
+
+def _animated_data(armature) -> dict[tuple[str, str], bpy.types.ID]:
+    """(channel kind, scene name) → the datablock its channels animate, for the armature's meshes."""
+    found: dict[tuple[str, str], bpy.types.ID] = {("object", props.scene_name(armature)): armature}
+    for obj in bpy.data.objects:
+        deformed = obj.parent == armature or any(
+            m.type == "ARMATURE" and m.object == armature for m in getattr(obj, "modifiers", ())
+        )
+        if obj.type != "MESH" or not deformed:
+            continue
+        found[("object", props.scene_name(obj))] = obj
+        if obj.data.shape_keys is not None:
+            found[("shape_key", props.scene_name(obj))] = obj.data.shape_keys
+        for material in obj.data.materials:
+            if material is not None and material.node_tree is not None:
+                found[("material", props.scene_name(material))] = material.node_tree
+    return found
+
+
+def _to_rest(id_data) -> None:
+    """Values an unassigned action left behind, back at the model's rest."""
+    if isinstance(id_data, bpy.types.Key):
+        for block in id_data.key_blocks[1:]:
+            block.value = 0.0
+    elif isinstance(id_data, bpy.types.Object) and props.HIDDEN in id_data:  # a mesh's visibility
+        id_data.hide_viewport = id_data.hide_render = bool(id_data[props.HIDDEN])
+    elif isinstance(id_data, bpy.types.NodeTree):
+        for node in id_data.nodes:
+            slot = props.to_python(node.get(props.SLOT, {}))
+            mapping = id_data.nodes.get(mapping_node_name(slot.get("index", -1)))
+            if node.type != "TEX_IMAGE" or mapping is None or f"{mapping.name} Rotation" in id_data.nodes:
+                continue  # a centred chain's rest lives in several nodes: left as the animation left it
+            mapping.inputs["Location"].default_value[:2] = slot["translate"]
+            mapping.inputs["Rotation"].default_value[2] = slot["rotate"]
+            mapping.inputs["Scale"].default_value[:2] = slot["scale"]
+        for key in [k for k in id_data.keys() if k.endswith(".image_index")]:
+            id_data[key] = -1.0  # no swapped image matches: the slot shows its own
 
 
 class RETRO_MODELS_OT_use_animation(bpy.types.Operator):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 import bpy
+import numpy as np
 from bpy.props import EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, orientation_helper
 
@@ -67,6 +68,28 @@ def load_ttyd(path: str, *, tpl_path: str = "", axis=None) -> Scene:
     scene = convert.to_scene(model, tpl, axis=convert.default_axis() if axis is None else axis)
     scene.warnings[:0] = warnings
     return scene
+
+
+def show_texture_swaps(scene: Scene, result) -> None:
+    """Make every texture slot whose image an animation swaps show the swap during playback.
+
+    The builder keys the swapped image (a scene image index) as ``texture.<slot>.image_index`` on
+    the material's node tree, which export reads back; ``switch_images`` makes the slot's image
+    node follow that value, with one image node per image any animation shows in the slot.
+    """
+    from .blender.build import switch_images
+
+    shown: dict[tuple[str, int], set[int]] = {}
+    for animation in scene.animations:
+        for channel in animation.channels:
+            if channel.target_kind == "material" and channel.path.endswith(".image_index"):
+                images = shown.setdefault((channel.target, int(channel.path.split(".")[1])), set())
+                images.update(np.rint(np.asarray(channel.values)).astype(np.int64).ravel().tolist())
+    materials = {m.name: built for m, built in zip(scene.materials, result.materials, strict=True)}
+    for (material, slot), images in shown.items():
+        switch_images(
+            materials[material], slot, {i: result.images[i] for i in sorted(images) if 0 <= i < len(result.images)}
+        )
 
 
 # -- export -------------------------------------------------------------------
@@ -156,6 +179,11 @@ class IMPORT_SCENE_OT_ttyd_model(bpy.types.Operator, FileImporter):
             tpl_path=bpy.path.abspath(self.tpl_file) if self.tpl_mode == "FILE" else "",
             axis=axis_matrix_from(self),
         )
+
+    def build(self, context, scene: Scene, path: str, progress):
+        result = super().build(context, scene, path, progress)
+        show_texture_swaps(scene, result)
+        return result
 
     def draw(self, context):
         layout = self.layout

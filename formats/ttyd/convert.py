@@ -14,7 +14,9 @@ counter-clockwise (the GameCube treats clockwise as the front). Normals, UVs
 (V flipped) and vertex colours are CORNER layers, since the file indexes each
 attribute separately. One material per subshape, with one texture slot per
 sampler: wrap modes from the sampler (or the TPL), the texture-coordinate
-transform as slot translate (S, −T), rotate (radians) and scale; backface
+transform as the slot's translate, rotate (radians) and scale of one Blender
+Mapping node (scale, rotate, then translate), which reproduces the game's
+transform exactly (``slot_transform``; the translate is not the file's); backface
 culling when the cull mode is 0 (back), alpha mode from the shape's display
 mode (0 and 2 CLIP, 1 OPAQUE, 3 BLEND).
 
@@ -30,8 +32,9 @@ Animations (fps 60, one per entry; entries without data are kept empty):
   relative to the basis) with a LINEAR weight 0 → 1 over that keyframe's
   segment (CONSTANT for the first keyframe).
 - texture-transform deltas → material channels ``texture.<slot>.translate``
-  (K, 2: S, −T) and ``texture.<slot>.image_index`` (K, 1, the scene image
-  shown), both CONSTANT.
+  (K, 2: the Mapping location, ``mapping_location`` of the file's translation
+  and the sampler's scale and rotation) and ``texture.<slot>.image_index``
+  (K, 1, the scene image shown), both CONSTANT.
 - visibility → object channels ``hide`` (1 hidden) on the meshes below the
   group, CONSTANT.
 Normal deltas and the 8-byte records have no Scene counterpart: they travel
@@ -84,6 +87,7 @@ DISPLAY_ALPHA = {0: "CLIP", 1: "OPAQUE", 2: "CLIP", 3: "BLEND"}
 ALPHA_DISPLAY = {"CLIP": 0, "OPAQUE": 1, "BLEND": 3}
 CULL_BACK, CULL_NONE = 0, 3
 WRAP_NAMES = {0: "CLAMP", 1: "REPEAT", 2: "MIRROR"}
+TEXCOORD_CENTER = 0.5  # the game rotates texture coordinates about (0.5, 0.5)
 USE_TPL_WRAP = 0x80000000
 DEFAULT_TEXTURE_FORMAT = gx.RGB5A3
 
@@ -150,6 +154,43 @@ def _normals_to_file(matrix: np.ndarray):
 def uvs_to_file(uv: np.ndarray) -> np.ndarray:
     uv = np.asarray(uv, np.float64)
     return np.stack([uv[:, 0], 1.0 - uv[:, 1]], axis=1)
+
+
+def mapping_location(translate, scale, rotate_degrees) -> np.ndarray:
+    """(…, 2) Mapping-node location of the game's texture-coordinate transform (see ``slot_transform``)."""
+    translate, scale = np.asarray(translate, np.float64), np.asarray(scale, np.float64)
+    angle = np.radians(np.asarray(rotate_degrees, np.float64))
+    x = translate[..., 0] - TEXCOORD_CENTER
+    y = TEXCOORD_CENTER - translate[..., 1] - scale[..., 1]
+    c, s = np.cos(angle), np.sin(angle)
+    return np.stack([c * x - s * y + TEXCOORD_CENTER, s * x + c * y + TEXCOORD_CENTER], axis=-1)
+
+
+def file_translate(location, scale, rotate_degrees) -> np.ndarray:
+    """(…, 2) file translation (S, T) whose transform has the Mapping-node ``location``: the inverse of
+    ``mapping_location`` for the same scale and rotation."""
+    location, scale = np.asarray(location, np.float64), np.asarray(scale, np.float64)
+    angle = np.radians(np.asarray(rotate_degrees, np.float64))
+    x, y = location[..., 0] - TEXCOORD_CENTER, location[..., 1] - TEXCOORD_CENTER
+    c, s = np.cos(angle), np.sin(angle)
+    x, y = c * x + s * y, -s * x + c * y
+    return np.stack([x + TEXCOORD_CENTER, TEXCOORD_CENTER - y - scale[..., 1]], axis=-1)
+
+
+def slot_transform(translate, scale, rotate_degrees) -> tuple[tuple[float, float], float, tuple[float, float]]:
+    """The game's texture-coordinate transform as one Blender Mapping node: (location, rotation, scale).
+
+    The game maps (S, T) (T down) by T(.5,.5)·R(−rot)·T(−.5,−.5)·T(t)·S(s): scale about the
+    origin, translate, rotate about the centre. In Blender's UV (V = 1 − T) that is
+    uv' = R(rot)·(s·uv + t') + (.5, .5) with t' = (tS − .5, .5 − tT − sT), which is exactly what
+    a Mapping node computes (scale, rotate, then add its location) with location R(rot)·t' + (.5, .5).
+    """
+    location = mapping_location(translate, scale, rotate_degrees)
+    return (
+        (float(location[0]), float(location[1])),
+        float(np.radians(rotate_degrees)),
+        (float(scale[0]), float(scale[1])),
+    )
 
 
 def uvs_to_scene(texcoords: np.ndarray) -> np.ndarray:
@@ -473,9 +514,8 @@ def _materials(model: Model, scene: Scene, tpl, image_of) -> dict[int, int]:
                 tpl_image = tpl.images[image] if tpl is not None else None
                 wrap = int(model.samplers["wrap"][sampler])
                 wrap_s, wrap_t = _wrap(wrap, (tpl_image.wrap_s, tpl_image.wrap_t) if tpl_image else (1, 1))
-                translate, scale = (
-                    transform["translate"].astype(np.float64),
-                    transform["scale"].astype(np.float64),
+                translate, rotate, scale = slot_transform(
+                    transform["translate"], transform["scale"], transform["rotate"]
                 )
                 slots.append(
                     TextureSlot(
@@ -483,9 +523,9 @@ def _materials(model: Model, scene: Scene, tpl, image_of) -> dict[int, int]:
                         uv_layer=f"UV{j}",
                         wrap_s=wrap_s,
                         wrap_t=wrap_t,
-                        translate=(float(translate[0]), float(-translate[1])),
-                        rotate=float(np.radians(transform["rotate"])),
-                        scale=(float(scale[0]), float(scale[1])),
+                        translate=translate,
+                        rotate=rotate,
+                        scale=scale,
                         extras={"sampler": sampler, "slot": j},
                     )
                 )
@@ -785,7 +825,8 @@ def _texture_channels(model, scene, evaluator, image_of) -> list[Channel]:
         x = int(evaluator.texture_index[column])
         times = _step_times(evaluator, changed[:, column])
         pose = evaluator.at(times)
-        translate = pose.translate[:, x] * [1.0, -1.0]
+        transform = model.texcoord_transforms[x]
+        translate = mapping_location(pose.translate[:, x], transform["scale"], transform["rotate"])
         tpl_images = [texture_image(model, x, o) for o in pose.frame_offsets[:, x]]
         images = image_of(np.array(tpl_images, np.int64)).astype(np.float64)
         for material in scene.materials:
@@ -1134,12 +1175,16 @@ def _slot_to_sampler(model: Model, scene: Scene, slot: TextureSlot, sampler: int
         int(model.samplers["wrap"][sampler]), slot.wrap_s, slot.wrap_t
     )
     transform = model.texcoord_transforms[sampler : sampler + 1]
-    flip = np.array([1.0, -1.0])
-    translate = transform["translate"]
-    transform["translate"] = _restore(translate, translate * flip, [slot.translate], lambda v: v * flip)
-    transform["scale"] = _restore(transform["scale"], transform["scale"], [slot.scale], lambda v: v)
-    rotate = transform["rotate"]
+    kept = transform.copy()
+    transform["scale"] = _restore(kept["scale"], kept["scale"], [slot.scale], lambda v: v)
+    rotate = kept["rotate"]
     transform["rotate"] = _restore(rotate, np.radians(rotate.astype(np.float64)), [slot.rotate], np.degrees)
+    transform["translate"] = _restore(
+        kept["translate"],
+        mapping_location(kept["translate"], kept["scale"], kept["rotate"]),
+        [slot.translate],
+        lambda v: file_translate(v, transform["scale"], transform["rotate"]),
+    )
     model.texcoord_transforms[sampler] = transform[0]
     wanted = int(tpl_index_of(scene, slot.image))
     if texture_image(model, sampler, transform["frame_offset"][0]) != wanted:
@@ -1164,9 +1209,9 @@ def _new_sampler(model: Model, scene: Scene, slot: TextureSlot) -> int:
     sampler["first_texture"] = _append_texture(model, scene, slot.image)
     sampler["wrap"] = _wrap_flags(0, slot.wrap_s, slot.wrap_t)
     transform = np.zeros(1, fmt.TEXCOORD_TRANSFORM_DTYPE)
-    transform["translate"] = (slot.translate[0], -slot.translate[1])
     transform["scale"] = slot.scale
     transform["rotate"] = np.degrees(slot.rotate)
+    transform["translate"] = file_translate(slot.translate, slot.scale, np.degrees(slot.rotate))
     model.samplers = np.concatenate([model.samplers, sampler])
     model.texcoord_transforms = np.concatenate([model.texcoord_transforms, transform])
     return len(model.samplers) - 1
@@ -1659,7 +1704,7 @@ def _encode_textures(model, scene, animation, anim, times, slot_samplers) -> Non
             continue
         values = sample_channel(channel, times)
         if parts[2] == "translate" and values.shape[1] == 2:
-            translate[:, sampler] = values * [1.0, -1.0]
+            translate[:, sampler] = file_translate(values, base["scale"][sampler], base["rotate"][sampler])
         elif parts[2] == "image_index":
             frames[:, sampler] = _frame_offsets(
                 model, scene, sampler, np.round(values[:, 0]).astype(np.int64)

@@ -23,11 +23,17 @@ Choices a user sees:
   any other path (e.g. ``texture.<slot>.image_index``, ``color.konst0``) is
   keyed on a custom property of that name on the node tree, so it travels
   back on export (the viewport shows the slot's first image). A channel with
-  ``Channel.index`` keys that one component (colour properties get 4).
+  ``Channel.index`` keys that one component (colour properties get 4). J3D
+  colour slots (``color.register<n>``, ``color.konst<n>``, ``color.material``)
+  are also shown in the shading by driven nodes (``_color_slot_nodes``).
 - Bone euler channels keep their keys and Bézier handles when the bone's rest
   rotation (parent-relative) is the identity; otherwise, and when a bone also
   has quaternion channels, they are baked to quaternions at every frame
   (listed in ``BuildResult.baked``).
+- Edit bones hold no scale: a rest scale (per axis of the bone, under a parent
+  scaled evenly) is carried by the pose bases instead (``rest_scales``), so poses
+  deform as the scene means at every frame and export gets the channels back;
+  bones that would need shear are named in a warning.
 - Bone channels of one component (``Channel.index``) become one F-curve when
   that component maps onto one pose component; otherwise the components of
   the bone and path are merged (see ``_component_channels``) and the parts are
@@ -41,6 +47,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
+import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +56,8 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
+from ...formats.j3d.bpk import COLOR_RANGE as MATERIAL_COLOR_RANGE
+from ...formats.j3d.brk import KONST_RANGE, REGISTER_RANGE
 from ...formats.scene import Animation, Channel, Image, Layer, Material, Mesh, Scene, Skeleton, matrix_to_quat
 from . import compat, props
 from .curves import (
@@ -58,7 +67,7 @@ from .curves import (
     map_keys,
     matrix_to_euler,
     sample,
-    signed_permutation,
+    scaled_permutation,
 )
 
 _INTERPOLATION = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}
@@ -356,10 +365,11 @@ def _build_armature(context, skeleton: Skeleton, collection, rotation_modes, res
     obj[props.SCENE_NAME] = skeleton.name
     collection.objects.link(obj)
     display = _display(skeleton)
-    rest, scale_error = _orthonormal(np.asarray(skeleton.rest, dtype=np.float64))
-    if scale_error > 1e-4:
+    rest, scales, _, _, inexact = rest_scales(skeleton)
+    if inexact:
         result.warnings.append(
-            f"{skeleton.name}: bone rest matrices with scale, shear or mirroring were made rotations"
+            f"{skeleton.name}: the rest scale of bones {', '.join(inexact[:8])} (uneven under a rotated child, "
+            "or sheared) is not kept while they animate"
         )
     shown = rest @ display
     lengths = bone_lengths(rest, skeleton.parents, display)
@@ -381,6 +391,8 @@ def _build_armature(context, skeleton: Skeleton, collection, rotation_modes, res
     if names != list(skeleton.bone_names):
         result.warnings.append(f"{skeleton.name}: bone names were shortened or made unique by Blender")
     armature[props.JOINT_ORDER] = names
+    if not np.allclose(scales, np.eye(3), atol=1e-9):
+        armature[props.REST_SCALE] = scales.reshape(-1).tolist()
     if skeleton.bone_display is not None:
         armature[props.BONE_DISPLAY] = display.reshape(-1).tolist()
     props.set_extras(armature, skeleton.extras)
@@ -391,16 +403,50 @@ def _build_armature(context, skeleton: Skeleton, collection, rotation_modes, res
     return obj
 
 
+def rest_scales(skeleton: Skeleton) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """What edit bones cannot hold of the rest matrices, and how pose bases carry it instead.
+
+    Edit bones hold rotations, so bone i stands at the rotation part Rᵢ of its rest Wᵢ
+    (``_orthonormal``), leaving Kᵢ = Rᵢ⁻¹·Wᵢ (3×3). Skinning moves vertices by pose·Rᵢ⁻¹ where the
+    scene means W(t)·Wᵢ⁻¹, so the pose matrix must be W(t)·Kᵢ⁻¹, and a bone whose channels give the
+    parent-relative G gets the basis Lᵢ⁻¹·Kₚ·G·Kᵢ⁻¹ (L: the rotation-only local rest). With Kₚ a
+    uniform kₚ and Kᵢ a diagonal k (in the bone's rest frame) that is G with its translation × kₚ
+    and its scale × kₚ/k: affine maps of the channels (``BoneMaps``), exact at every frame, undone
+    on export by their inverses (the extractor gets K back from ``props.REST_SCALE``). Otherwise the
+    basis would need shear; such bones keep k = kₚ = 1 and are listed.
+
+    Returns (rotation-only rests (N, 4, 4), K (N, 3, 3), k (N, 3), kₚ (N,), names of inexact bones).
+    """
+    full = np.asarray(skeleton.rest, dtype=np.float64)
+    rest, _ = _orthonormal(full)
+    scales = np.swapaxes(rest[:, :3, :3], 1, 2) @ full[:, :3, :3]
+    # Rests read back from Blender are float32: differences that small are rounding, not scale.
+    scales = np.where(np.abs(scales - np.eye(3)) <= 1e-5, np.eye(3), scales)
+    diagonal = np.diagonal(scales, axis1=1, axis2=2)
+    size = np.maximum(1.0, np.abs(diagonal).max(axis=1))
+    is_diagonal = np.abs(scales - diagonal[:, :, None] * np.eye(3)).max(axis=(1, 2)) <= 1e-6 * size
+    uniform = is_diagonal & (np.ptp(diagonal, axis=1) <= 1e-6 * size)
+    parents = np.asarray(skeleton.parents)
+    has_parent = parents >= 0
+    exact = is_diagonal & np.where(has_parent, uniform[np.maximum(parents, 0)], True)
+    bone_scale = np.where(exact[:, None], diagonal, 1.0)
+    parent_scale = np.where(exact & has_parent, diagonal[np.maximum(parents, 0), 0], 1.0)
+    unscaled = (scales == np.eye(3)).all(axis=(1, 2))
+    lost = ~exact & ~(unscaled & np.where(has_parent, unscaled[np.maximum(parents, 0)], True))
+    inexact = [name for name, bad in zip(skeleton.bone_names, lost, strict=True) if bad]
+    return rest, scales, bone_scale, parent_scale, inexact
+
+
 def bone_maps(skeleton: Skeleton) -> dict[str, BoneMaps]:
     """Bone name → the maps between its parent-relative channels and its pose basis."""
-    rest, _ = _orthonormal(np.asarray(skeleton.rest, dtype=np.float64))
+    rest, _, bone_scale, parent_scale, _ = rest_scales(skeleton)
     local = Skeleton(skeleton.name, skeleton.bone_names, skeleton.parents, rest).local_rest()
     display = _display(skeleton)
     rest_quats = matrix_to_quat(local[:, :3, :3])
     display_quat = matrix_to_quat(display[:3, :3])
     return {
-        name: BoneMaps(m, display, q, display_quat)
-        for name, m, q in zip(skeleton.bone_names, local, rest_quats, strict=True)
+        name: BoneMaps(m, display, q, display_quat, k, float(kp))
+        for name, m, q, k, kp in zip(skeleton.bone_names, local, rest_quats, bone_scale, parent_scale, strict=True)
     }
 
 
@@ -531,6 +577,7 @@ def _build_mesh(context, mesh: Mesh, collection, materials, armature, result) ->
         obj.shape_key_add(name="Basis", from_mix=False)
         for key in mesh.shape_keys:
             block = obj.shape_key_add(name=key.name, from_mix=False)
+            block.value = 0.0  # Blender adds keys at full weight; the scene's mesh is the rest
             block.data.foreach_set("co", np.ascontiguousarray(key.positions, np.float32).ravel())
     blender_mesh[props.MESH_INFO] = info
     obj.hide_render = mesh.hidden
@@ -952,6 +999,7 @@ def _build_material_channel(material, channel: Channel, times, values, actions) 
     if offsets.any():
         meta["offset"] = offsets.tolist()
     fcurves = actions.fcurves(tree, "NODETREE", data_path, len(indices), "", meta, indices)
+    _color_slot_nodes(material, channel.path)
     handles = [channel.handles_left, channel.handles_right]
     for i, side in enumerate(handles):
         if side is not None:
@@ -960,6 +1008,93 @@ def _build_material_channel(material, channel: Channel, times, values, actions) 
     _write_channel(
         fcurves, times, values + offsets, channel.interpolation, *handles, actions.animation.loop
     )
+
+
+# J3D colour slots (formats/j3d/convert.py paths) and the range the game clamps each to.
+_COLOR_SLOT = re.compile(r"color\.(register|konst|material)(\d*)$")
+_COLOR_RANGES = {"register": REGISTER_RANGE, "konst": KONST_RANGE, "material": MATERIAL_COLOR_RANGE}
+# What the game makes of a keyed value v (colour / 255): clamped, truncated to an integer. A key's
+# float32 value can sit a hair below its integer, so values within 0.001 of the next one count as it.
+_COLOR_EXPRESSION = "trunc(clamp(v * 255, {}, {}) + (0.001 if v > 0 else -0.001)) / 255"
+
+
+def _color_slot_nodes(material, path: str) -> None:
+    """Show the colour slot keyed on the node tree property ``path`` in the shading, once per material.
+
+    An RGB node "J3D <kind> <n>" (R, G, B) and a Value node "J3D <kind> <n> alpha" are driven by the
+    property's components, as the game evaluates them (``_COLOR_EXPRESSION``); the keys stay the
+    file's curves on the property, which is what export reads back. The RGB node cannot go below 0
+    (register colours can): it shows 0, what the game's final clamp makes of a negative tint.
+
+    Wiring, the game's most common use of each slot: the material colour (BPK, MAT1 material colour
+    0) multiplies what feeds the Base Color (the texture; with nothing linked it replaces the static
+    colour), and its alpha the Alpha (only when the material is not opaque or Alpha is linked: blending
+    off, the game shows no alpha). The first TEV register or konst colour animated on a material (a
+    BRK's registers come before its konsts) tints the Base Color (Multiply, named "J3D tint"); the
+    other slots and register / konst alphas stay unwired (the TEV stages that use them are not built).
+    """
+    match = _COLOR_SLOT.match(path)
+    tree = material.node_tree
+    if match is None or tree.nodes.get(f"J3D {match[1]} {match[2] or 0}") is not None:
+        return
+    kind, number = match[1], int(match[2] or 0)
+    name = f"J3D {kind} {number}"
+    shown = sum(props.COLOR_SLOT in n for n in tree.nodes) // 2  # slots already shown (two nodes each)
+    color, alpha = tree.nodes.new("ShaderNodeRGB"), tree.nodes.new("ShaderNodeValue")
+    for k, (node, label) in enumerate(((color, name), (alpha, f"{name} alpha"))):
+        node.name = node.label = label
+        node.location = (-1000 - 250 * k, 700 + 250 * shown)
+        node[props.COLOR_SLOT] = {"path": path, "kind": kind, "slot": number}
+    expression = _COLOR_EXPRESSION.format(*_COLOR_RANGES[kind])
+    for c in range(min(len(tree[path]), 4)):
+        socket, index = (alpha.outputs[0], -1) if c == 3 else (color.outputs[0], c)
+        driver = socket.driver_add("default_value", index).driver
+        driver.type = "SCRIPTED"
+        variable = driver.variables.new()
+        variable.name = "v"
+        variable.targets[0].id_type = "NODETREE"
+        variable.targets[0].id = tree
+        variable.targets[0].data_path = f'["{bpy.utils.escape_identifier(path)}"][{c}]'
+        driver.expression = expression
+    bsdf = _principled(tree)
+    if kind == "material":
+        _multiply_into(tree, bsdf.inputs["Base Color"], color.outputs[0], keep_default=False)
+        target = bsdf.inputs["Alpha"]
+        if target.links and target.links[0].from_node.name == "Alpha Clip":  # the game compares the final alpha
+            target = target.links[0].from_node.inputs[0]
+        if target.links or material.get(props.ALPHA_MODE, "OPAQUE") != "OPAQUE":
+            _multiply_into(tree, target, alpha.outputs[0], keep_default=False)
+    elif tree.nodes.get("J3D tint") is None:
+        _multiply_into(tree, bsdf.inputs["Base Color"], color.outputs[0], keep_default=True).name = "J3D tint"
+
+
+def _multiply_into(tree, target, output, keep_default: bool):
+    """Feed ``target`` with ``output`` times what fed it: its link, else (``keep_default``) its own value.
+
+    The Multiply node made (None when ``output`` simply replaces an unlinked default).
+    """
+    source = target.links[0].from_socket if target.links else None
+    if source is None and not keep_default:
+        tree.links.new(output, target)
+        return None
+    if target.type == "RGBA":
+        node = tree.nodes.new("ShaderNodeMix")
+        node.data_type, node.blend_type = "RGBA", "MULTIPLY"
+        _socket(node.inputs, "Factor_Float").default_value = 1.0
+        first, second = _socket(node.inputs, "A_Color"), _socket(node.inputs, "B_Color")
+        result = _socket(node.outputs, "Result_Color")
+    else:
+        node = tree.nodes.new("ShaderNodeMath")
+        node.operation = "MULTIPLY"
+        first, second, result = node.inputs[0], node.inputs[1], node.outputs[0]
+    node.location = (output.node.location.x + 600, output.node.location.y)
+    if source is None:
+        first.default_value = target.default_value
+    else:
+        tree.links.new(source, first)
+    tree.links.new(output, second)
+    tree.links.new(result, target)
+    return node
 
 
 def _socket_path(node, socket_name: str) -> str:
@@ -1029,6 +1164,7 @@ def switch_images(material, slot: int, images: dict[int, bpy.types.Image]) -> bo
         texture = tree.nodes.new("ShaderNodeTexImage")
         texture.image, texture.extension, texture.interpolation = image, node.extension, node.interpolation
         texture.label = f"{path} = {value}"
+        texture[props.SWITCHED_IMAGE] = value
         texture.location = (node.location.x, node.location.y - 300 * (k + 1))
         if vector is not None:
             tree.links.new(vector, texture.inputs["Vector"])
@@ -1113,11 +1249,11 @@ def keys_hash(co: np.ndarray, interpolation: str) -> str:
 
 
 def _single_component(channel: Channel, maps: BoneMaps, pose_bone) -> tuple[int, float, float] | None:
-    """(pose component, sign, offset) when a per-component channel maps onto one pose component alone."""
+    """(pose component, factor, offset) when a per-component channel maps onto one pose component alone."""
     if channel.path not in maps.maps or (channel.path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"):
         return None
     a, b = maps.maps[channel.path]
-    source = signed_permutation(a)
+    source = scaled_permutation(a)
     if source is None:
         return None
     r = int(np.flatnonzero(source == channel.index)[0])
@@ -1158,7 +1294,7 @@ def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
     rest = {
         "location": maps.rest_translation,
         "rotation_euler": matrix_to_euler(maps.rest_rotation[None])[0],
-        "scale": np.ones(3),
+        "scale": maps.rest_scale,
     }[first.path]
     times = np.asarray(first.times, np.float64)
     shared = all(np.array_equal(p.times, times) and p.interpolation == first.interpolation for p in parts)
@@ -1209,15 +1345,15 @@ def _build_bone_channel(
     hl = None if channel.handles_left is None else np.asarray(channel.handles_left, np.float64)
     hr = None if channel.handles_right is None else np.asarray(channel.handles_right, np.float64)
     data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
-    if channel.index is not None:  # one component onto one pose component: sign and offset only
-        component, sign, offset = _single_component(channel, maps, pose_bone)
+    if channel.index is not None:  # one component onto one pose component: factor and offset only
+        component, factor, offset = _single_component(channel, maps, pose_bone)
         meta = {**_channel_meta(channel), "index": channel.index, "array_index": component}
         if hl is not None and hr is not None:
             hl, hr = hl.copy(), hr.copy()
-            hl[..., 1] = hl[..., 1] * sign + offset
-            hr[..., 1] = hr[..., 1] * sign + offset
+            hl[..., 1] = hl[..., 1] * factor + offset
+            hr[..., 1] = hr[..., 1] * factor + offset
         (fcurve,) = actions.fcurves(armature, "OBJECT", data_path, 1, pose_name, meta, (component,))
-        _write_channel([fcurve], times, values * sign + offset, interpolation, hl, hr, actions.animation.loop)
+        _write_channel([fcurve], times, values * factor + offset, interpolation, hl, hr, actions.animation.loop)
         return
     mapped = None
     if path in maps.maps and not (path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"):

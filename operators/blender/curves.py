@@ -8,11 +8,15 @@ splits into independent affine maps per channel:
 - location: ``loc' = Cᵀ R₀ᵀ (loc − t₀)``
 - quaternion: ``q' = c⁻¹ q₀⁻¹ q c`` (linear in q: a 4×4 orthogonal matrix)
 - scale: ``s' = |Cᵀ| s`` (C is a signed axis permutation)
+
+A rest scale the edit bones cannot hold (``build.rest_scales``: k per axis of
+the bone, a uniform k_p of its parent) enters the basis as
+``rest_local⁻¹ @ k_p @ key_local @ diag(k)⁻¹``: location × k_p, scale × k_p / k.
 - euler: unchanged when ``R₀`` and ``C`` are identities; otherwise no
   per-channel map exists and the channel is baked.
 
 An affine map carries LINEAR and CONSTANT keys exactly, and Bézier keys
-exactly when it only permutes and negates components or when the handles
+exactly when it only permutes and scales components or when the handles
 of all components share their frames.
 """
 
@@ -43,22 +47,36 @@ class BoneMaps:
     """The affine maps (A, b) from a bone's parent-relative channels to its pose basis."""
 
     def __init__(
-        self, rest_local: np.ndarray, display: np.ndarray, rest_quat: np.ndarray, display_quat: np.ndarray
+        self,
+        rest_local: np.ndarray,
+        display: np.ndarray,
+        rest_quat: np.ndarray,
+        display_quat: np.ndarray,
+        scale: np.ndarray | None = None,
+        parent_scale: float = 1.0,
     ):
-        """``rest_quat`` and ``display_quat`` are the quaternions of the rotations (given, as they are batched)."""
+        """``rest_quat`` and ``display_quat`` are the quaternions of the rotations (given, as they are batched).
+
+        ``rest_local`` is the rotation-only local rest of the edit bones; ``scale`` (3,) and
+        ``parent_scale`` are the rest scale of the bone and of its parent that edit bones cannot hold
+        (``build.rest_scales``): the basis takes the channel translation × parent_scale and the channel
+        scale × parent_scale / scale.
+        """
+        scale = np.ones(3) if scale is None else np.asarray(scale, np.float64)
         rot = rest_local[:3, :3]
         self.rest_rotation = rot
-        self.rest_translation = rest_local[:3, 3]
+        self.rest_translation = rest_local[:3, 3] / parent_scale  # the channels' rest values
+        self.rest_scale = scale / parent_scale
         self.display = display[:3, :3]
         c, q0 = display_quat, rest_quat
-        a_loc = self.display.T @ rot.T
+        a_loc = self.display.T @ rot.T * parent_scale
         self.maps = {
             "location": (a_loc, -a_loc @ self.rest_translation),
             "rotation_quaternion": (
                 quat_left(quat_multiply(quat_conjugate(c), quat_conjugate(q0))) @ quat_right(c),
                 np.zeros(4),
             ),
-            "scale": (np.abs(self.display.T), np.zeros(3)),
+            "scale": (np.abs(self.display.T) / self.rest_scale, np.zeros(3)),
         }
         if np.allclose(rot, np.eye(3), atol=1e-6) and np.allclose(self.display, np.eye(3), atol=1e-6):
             self.maps["rotation_euler"] = (np.eye(3), np.zeros(3))
@@ -80,12 +98,13 @@ def inverse(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a_inv, -a_inv @ b
 
 
-def signed_permutation(a: np.ndarray) -> np.ndarray | None:
-    """Source component of each output component when ``a`` only permutes and negates, else None."""
-    rounded = np.round(a)
-    if not np.allclose(a, rounded, atol=1e-9) or not np.all(np.abs(rounded).sum(axis=1) == 1):
+def scaled_permutation(a: np.ndarray) -> np.ndarray | None:
+    """Source component of each output component when ``a`` only permutes and scales, else None."""
+    nonzero = np.abs(a) > 1e-9 * np.abs(a).max(axis=1, keepdims=True)
+    source = np.argmax(nonzero, axis=1)
+    if not np.all(nonzero.sum(axis=1) == 1) or len(np.unique(source)) != len(source):
         return None
-    return np.argmax(np.abs(rounded), axis=1)
+    return source
 
 
 def map_keys(values, handles_left, handles_right, interpolation, a, b):
@@ -93,12 +112,12 @@ def map_keys(values, handles_left, handles_right, interpolation, a, b):
     new_values = values @ a.T + b
     if interpolation != "BEZIER" or handles_left is None or handles_right is None:
         return new_values, None, None
-    source = signed_permutation(a)
+    source = scaled_permutation(a)
     out = []
     for handles in (handles_left, handles_right):
         if source is not None:
             mapped = handles[:, source, :].copy()
-            mapped[..., 1] = mapped[..., 1] * np.sign(a[np.arange(len(source)), source]) + b
+            mapped[..., 1] = mapped[..., 1] * a[np.arange(len(source)), source] + b
         elif np.allclose(handles[..., 0], handles[:, :1, 0], atol=0):
             mapped = handles.copy()
             mapped[..., 1] = handles[..., 1] @ a.T + b

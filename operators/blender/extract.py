@@ -123,6 +123,10 @@ def _skeleton(armature_obj) -> Skeleton:
     display = _display(armature)
     if display is not None:
         rest = rest @ display.T
+    scales = np.array(props.to_python(armature.get(props.REST_SCALE, [])), np.float64).reshape(-1, 3, 3)
+    if len(scales) == len(recorded) and set(names) == set(recorded):  # the rest scale the bones cannot hold
+        order = [recorded.index(n) for n in names]
+        rest[:, :3, :3] = rest[:, :3, :3] @ scales[order]
     return Skeleton(
         props.scene_name(armature_obj),
         names,
@@ -379,7 +383,9 @@ def _material(material, images: _Registry) -> Material:
     )
     if tree is None:
         return result
-    nodes = [n for n in tree.nodes if n.type == "TEX_IMAGE" and n.image is not None]
+    nodes = [
+        n for n in tree.nodes if n.type == "TEX_IMAGE" and n.image is not None and props.SWITCHED_IMAGE not in n
+    ]
     nodes.sort(key=lambda n: props.to_python(n[props.SLOT])["index"] if props.SLOT in n else len(nodes))
     result.textures = [_texture_slot(node, images, tree) for node in nodes]
     return result

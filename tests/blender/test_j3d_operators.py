@@ -216,8 +216,25 @@ def test_btk_scrolls_and_rotates_like_the_game(empty_scene, path):
     assert materials["unrelated"].node_tree.animation_data is None
 
 
-def test_brk_colours_follow_the_game(empty_scene, capfd):
-    path = corpus_file("j3d/attack.brk")
+def shown_color(tree, kind, slot):
+    """(R, G, B, A) × 255 the slot's driven RGB and alpha nodes show."""
+    rgb = tree.nodes[f"J3D {kind} {slot}"].outputs[0].default_value[:3]
+    alpha = tree.nodes[f"J3D {kind} {slot} alpha"].outputs[0].default_value
+    return np.array([*rgb, alpha], np.float64) * 255
+
+
+def feeding(socket):
+    """The node linked into ``socket``."""
+    return socket.links[0].from_node
+
+
+def principled(tree):
+    return next(n for n in tree.nodes if n.type == "BSDF_PRINCIPLED")
+
+
+@pytest.mark.parametrize("name", ["attack.brk", "normal.brk"])
+def test_brk_colours_follow_the_game(empty_scene, capfd, name):
+    path = corpus_file(f"j3d/{name}")
     model = brk.read(path.read_bytes(), str(path))
     names = sorted(set(model.register.material_names) | set(model.konst.material_names))
     materials = material_object(bpy.context, dict.fromkeys(names[1:], 1))  # the first has no match
@@ -225,7 +242,8 @@ def test_brk_colours_follow_the_game(empty_scene, capfd):
     report = capfd.readouterr().out
     assert f"no selected material named {names[0]!r}" in report and ", ".join(names[1:]) in report
     assert (bpy.context.scene.frame_start, bpy.context.scene.frame_end) == (0, model.length)
-    frames = np.array([0, 13, 50, 101, 150, model.length])
+    frames = np.arange(model.length + 1)
+    expected = evaluate.evaluate_brk(model, frames)
     for label, group in (("register", model.register), ("konst", model.konst)):
         tracks = group.entries["tracks"]
         raw = np.stack([evaluate.evaluate_tracks(tracks[:, c], group.banks[c], frames, 0.0) for c in range(4)], -1)
@@ -235,24 +253,64 @@ def test_brk_colours_follow_the_game(empty_scene, capfd):
                 if name == names[0]:
                     assert name not in materials
                     continue
-                found = np.array(materials[name].node_tree[f"color.{label}{int(slot)}"]) * 255
+                tree = materials[name].node_tree
+                found = np.array(tree[f"color.{label}{int(slot)}"]) * 255
                 assert np.abs(found - raw[f, n]).max() < 1e-3, (label, name, frame)
+                # The RGB node cannot hold a negative: a negative tint shows black, as the game's clamp makes it.
+                game = expected[label][f, n].astype(np.float64)
+                game[:3] = np.maximum(game[:3], 0)
+                assert np.abs(shown_color(tree, label, int(slot)) - game).max() < 255e-4, (label, name, frame)
+    # The first slot animated on each material tints the texture; the others are shown but not wired.
+    first: dict[str, str] = {}
+    for label, group in (("register", model.register), ("konst", model.konst)):
+        for name, slot in zip(group.material_names, group.entries["slot"], strict=True):
+            first.setdefault(name, f"J3D {label} {int(slot)}")
+    for name, material in materials.items():
+        tree = material.node_tree
+        tint = feeding(principled(tree).inputs["Base Color"])
+        assert tint.name == "J3D tint" and tint.blend_type == "MULTIPLY"
+        assert feeding(next(s for s in tint.inputs if s.identifier == "A_Color")).type == "TEX_IMAGE"
+        assert feeding(next(s for s in tint.inputs if s.identifier == "B_Color")).name == first[name]
+        for node in tree.nodes:
+            if props.COLOR_SLOT in node and node.name != first[name]:
+                assert not node.outputs[0].is_linked, node.name
+            if props.COLOR_SLOT in node:
+                slot = props.to_python(node[props.COLOR_SLOT])
+                assert node.name.startswith(f"J3D {slot['kind']} {slot['slot']}")
 
 
-def test_bpk_colours_follow_the_game(empty_scene):
+@pytest.mark.parametrize("textures", [1, 0], ids=["textured", "untextured"])
+def test_bpk_colours_follow_the_game(empty_scene, textures):
     path = corpus_file("j3d/color.bpk")
     model = bpk.read(path.read_bytes(), str(path))
-    materials = material_object(bpy.context, dict.fromkeys(model.material_names, 1))
+    materials = material_object(bpy.context, dict.fromkeys(model.material_names, textures))
     bpy.ops.import_scene.j3d_animation(filepath=str(path))
-    frames = np.array([0, 1, 2.5, 4, model.length])
+    frames = np.array([0, 1, 2.5, 3, 4, 5.25, model.length])
     raw = np.stack([evaluate.evaluate_tracks(model.tracks[:, c], model.banks[c], frames, 0.0) for c in range(4)], -1)
     expected = evaluate.evaluate_bpk(model, frames)
+    assert len(np.unique(expected[..., :3], axis=0)) > 3  # the colour changes
     for f, frame in enumerate(frames):
         bpy.context.scene.frame_set(int(frame), subframe=float(frame % 1))
         for n, name in enumerate(model.material_names):
-            found = np.array(materials[name].node_tree["color.material"]) * 255
+            tree = materials[name].node_tree
+            found = np.array(tree["color.material"]) * 255
             assert np.abs(found - raw[f, n]).max() < 1e-3
-            assert (np.trunc(np.clip(found + 1e-4, 0, 255)) == expected[f, n]).all()
+            assert np.abs(shown_color(tree, "material", 0) - expected[f, n]).max() < 255e-4, (name, frame)
+    for material in materials.values():
+        tree = material.node_tree
+        bsdf = principled(tree)
+        color, alpha = tree.nodes["J3D material 0"], tree.nodes["J3D material 0 alpha"]
+        if textures:  # texture × material colour, texture alpha × material alpha
+            mix = feeding(bsdf.inputs["Base Color"])
+            assert mix.blend_type == "MULTIPLY"
+            assert feeding(next(s for s in mix.inputs if s.identifier == "A_Color")).type == "TEX_IMAGE"
+            assert feeding(next(s for s in mix.inputs if s.identifier == "B_Color")) == color
+            multiply = feeding(bsdf.inputs["Alpha"])
+            assert multiply.operation == "MULTIPLY" and feeding(multiply.inputs[1]) == alpha
+            assert feeding(multiply.inputs[0]).type == "TEX_IMAGE"
+        else:  # the animated colour replaces the static one; an opaque material shows no alpha
+            assert feeding(bsdf.inputs["Base Color"]) == color
+            assert not bsdf.inputs["Alpha"].is_linked
 
 
 def switched_image(tree, slot, value):
