@@ -15,6 +15,10 @@ import struct
 import numpy as np
 
 
+class ExportError(ValueError):
+    """Scene data a format cannot hold (a name too long, a mesh too big…); the message names the object."""
+
+
 class FormatError(ValueError):
     """A file does not match its format: names the file, the offset and the problem."""
 

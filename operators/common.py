@@ -14,9 +14,9 @@ from contextlib import contextmanager
 
 import bpy
 from bpy.props import CollectionProperty, StringProperty
-from bpy_extras.io_utils import ImportHelper, axis_conversion
+from bpy_extras.io_utils import ExportHelper, ImportHelper, axis_conversion
 
-from ..formats.binary import FormatError
+from ..formats.binary import ExportError, FormatError
 from ..formats.scene import Scene
 
 # Datablock collections an import may add to; rolled back together on failure.
@@ -177,3 +177,39 @@ class FileImporter(ImportHelper):
         finally:
             progress.end()
         return {"CANCELLED"} if failed == len(paths) else {"FINISHED"}
+
+
+def draw_transform(layout, operator, panel_id: str) -> None:
+    """The collapsed "Transform" section (axis conversion) every import and export operator shows."""
+    header, body = layout.panel(panel_id, default_closed=True)
+    header.label(text="Transform")
+    if body:
+        body.prop(operator, "axis_forward")
+        body.prop(operator, "axis_up")
+
+
+class FileExporter(ExportHelper):
+    """Mix-in for export operators: object mode, error and warning reports, the written files.
+
+    Subclasses define ``filename_ext``, ``filter_glob`` and
+    ``save(context) -> (written paths, warnings)``, raising ExportError (the
+    message names the object), FormatError or OSError when nothing could be written.
+    """
+
+    @classmethod
+    def poll(cls, context):
+        return context.mode == "OBJECT"
+
+    def save(self, context) -> tuple[list[str], list[str]]:
+        raise NotImplementedError
+
+    def execute(self, context):
+        try:
+            written, warnings = self.save(context)
+        except (ExportError, FormatError, OSError) as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        for warning in warnings:
+            self.report({"WARNING"}, warning)
+        self.report({"INFO"}, "Wrote " + ", ".join(os.path.basename(p) for p in written))
+        return {"FINISHED"}

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import bpy
 from bpy.props import StringProperty
-from bpy_extras.io_utils import ExportHelper, orientation_helper
+from bpy_extras.io_utils import orientation_helper
 
 from ..formats.binary import FormatError
 from ..formats.scene import Scene
 from ..formats.tamsoft import cat, convert, names, tmd0
-from .common import FileImporter, axis_matrix_from, write_files
+from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, write_files
 
 # The file is Y-up with -Z forward (as glTF): the default turns it to Blender's Z-up.
 AXIS_FORWARD, AXIS_UP = "-Z", "Y"
@@ -185,15 +185,11 @@ class IMPORT_SCENE_OT_tamsoft_tmd0(bpy.types.Operator, FileImporter):
         header.label(text="Bones")
         if body:
             body.prop(self, "names_file")
-        header, body = layout.panel("RETRO_tamsoft_import_transform", default_closed=True)
-        header.label(text="Transform")
-        if body:
-            body.prop(self, "axis_forward")
-            body.prop(self, "axis_up")
+        draw_transform(layout, self, "RETRO_tamsoft_import_transform")
 
 
 @orientation_helper(axis_forward=AXIS_FORWARD, axis_up=AXIS_UP)
-class EXPORT_SCENE_OT_tamsoft_tmd0(bpy.types.Operator, ExportHelper):
+class EXPORT_SCENE_OT_tamsoft_tmd0(bpy.types.Operator, FileExporter):
     """Export the selected armature and the meshes it deforms as a Tamsoft model: a bare tmd0 (.tmd), or
     the CAT it was imported from with the model replaced (.cat)"""
 
@@ -204,10 +200,6 @@ class EXPORT_SCENE_OT_tamsoft_tmd0(bpy.types.Operator, ExportHelper):
     filename_ext = ".tmd"
     check_extension = None  # both .tmd and .cat are kept; see check()
     filter_glob: StringProperty(default="*.tmd;*.cat", options={"HIDDEN"})
-
-    @classmethod
-    def poll(cls, context):
-        return context.mode == "OBJECT"
 
     def invoke(self, context, event):
         # Offer the name of the file the model came from: a model from a CAT goes back into a CAT.
@@ -225,31 +217,19 @@ class EXPORT_SCENE_OT_tamsoft_tmd0(bpy.types.Operator, ExportHelper):
             changed = True
         return changed
 
-    def execute(self, context):
+    def save(self, context):
         path = self.filepath
         if os.path.splitext(path)[1].lower() not in EXTENSIONS:
             path += self.filename_ext
-        try:
-            armature, meshes = export_objects(context)
-            warnings = save_tamsoft(context, path, armature, meshes, axis=axis_matrix_from(self))
-        except (convert.TamsoftExportError, FormatError, OSError) as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
-        for warning in warnings:
-            self.report({"WARNING"}, warning)
-        self.report({"INFO"}, f"Wrote {os.path.basename(path)}")
-        return {"FINISHED"}
+        armature, meshes = export_objects(context)
+        return [path], save_tamsoft(context, path, armature, meshes, axis=axis_matrix_from(self))
 
     def draw(self, context):
         layout = self.layout
         layout.use_property_split = True
         layout.use_property_decorate = False
         layout.label(text="A .cat name writes the model into its CAT", icon="INFO")
-        header, body = layout.panel("RETRO_tamsoft_export_transform", default_closed=True)
-        header.label(text="Transform")
-        if body:
-            body.prop(self, "axis_forward")
-            body.prop(self, "axis_up")
+        draw_transform(layout, self, "RETRO_tamsoft_export_transform")
 
 
 classes = (IMPORT_SCENE_OT_tamsoft_tmd0, EXPORT_SCENE_OT_tamsoft_tmd0)

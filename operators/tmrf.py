@@ -15,12 +15,12 @@ import os
 import bpy
 import numpy as np
 from bpy.props import EnumProperty, StringProperty
-from bpy_extras.io_utils import ExportHelper, orientation_helper
+from bpy_extras.io_utils import orientation_helper
 
-from ..formats.binary import FormatError
+from ..formats.binary import ExportError, FormatError
 from ..formats.scene import Scene, axis_matrix
 from ..formats.tmrf import convert, media
-from .common import FileImporter, axis_matrix_from, write_files
+from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, write_files
 
 # The spec names no axes: the default conversion keeps the file's.
 AXIS_FORWARD, AXIS_UP = "Y", "Z"
@@ -42,7 +42,7 @@ ANIMATION_SOURCE = "tmrf_animation_source"
 _KEEP = "KEEP"
 
 
-class TMRFExportError(Exception):
+class TMRFExportError(ExportError):
     """What to export is missing or does not fit the chosen contents."""
 
 
@@ -230,11 +230,7 @@ class IMPORT_SCENE_OT_tertius_tmrf(bpy.types.Operator, FileImporter):
         layout = self.layout
         layout.use_property_split = True
         layout.use_property_decorate = False
-        header, body = layout.panel("RETRO_tmrf_import_transform", default_closed=True)
-        header.label(text="Transform")
-        if body:
-            body.prop(self, "axis_forward")
-            body.prop(self, "axis_up")
+        draw_transform(layout, self, "RETRO_tmrf_import_transform")
 
 
 def _option(value: str):
@@ -243,7 +239,7 @@ def _option(value: str):
 
 
 @orientation_helper(axis_forward=AXIS_FORWARD, axis_up=AXIS_UP)
-class EXPORT_SCENE_OT_tertius_tmrf(bpy.types.Operator, ExportHelper):
+class EXPORT_SCENE_OT_tertius_tmrf(bpy.types.Operator, FileExporter):
     """Export the selected armature, meshes and actions as a Tertius media resource file"""
 
     bl_idname = "export_scene.tertius_tmrf"
@@ -302,10 +298,6 @@ class EXPORT_SCENE_OT_tertius_tmrf(bpy.types.Operator, ExportHelper):
         ),
     )
 
-    @classmethod
-    def poll(cls, context):
-        return context.mode == "OBJECT"
-
     def check(self, context):
         # The chosen contents decide the extension.
         stem, extension = os.path.splitext(self.filepath)
@@ -314,30 +306,22 @@ class EXPORT_SCENE_OT_tertius_tmrf(bpy.types.Operator, ExportHelper):
         self.filepath = (stem if extension.lower() in CONTENT_BY_EXTENSION else self.filepath) + self.file_contents
         return True
 
-    def execute(self, context):
+    def save(self, context):
         path = self.filepath
         if os.path.splitext(path)[1].lower() not in CONTENT_BY_EXTENSION:
             path += self.file_contents
-        try:
-            armature, meshes = export_objects(context)
-            warnings = save_tmrf(
-                context,
-                path,
-                armature,
-                meshes,
-                normals=_option(self.normals),
-                tangents=_option(self.tangents),
-                animation=_option(self.animation_kind),
-                s16=None if self.orientations == _KEEP else self.orientations == "S16",
-                axis=axis_matrix_from(self),
-            )
-        except (TMRFExportError, FormatError, OSError) as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
-        for warning in warnings:
-            self.report({"WARNING"}, warning)
-        self.report({"INFO"}, f"Wrote {os.path.basename(path)}")
-        return {"FINISHED"}
+        armature, meshes = export_objects(context)
+        return [path], save_tmrf(
+            context,
+            path,
+            armature,
+            meshes,
+            normals=_option(self.normals),
+            tangents=_option(self.tangents),
+            animation=_option(self.animation_kind),
+            s16=None if self.orientations == _KEEP else self.orientations == "S16",
+            axis=axis_matrix_from(self),
+        )
 
     def draw(self, context):
         layout = self.layout
@@ -354,11 +338,7 @@ class EXPORT_SCENE_OT_tertius_tmrf(bpy.types.Operator, ExportHelper):
         if body:
             body.prop(self, "animation_kind")
             body.prop(self, "orientations")
-        header, body = layout.panel("RETRO_tmrf_export_transform", default_closed=True)
-        header.label(text="Transform")
-        if body:
-            body.prop(self, "axis_forward")
-            body.prop(self, "axis_up")
+        draw_transform(layout, self, "RETRO_tmrf_export_transform")
 
 
 classes = (IMPORT_SCENE_OT_tertius_tmrf, EXPORT_SCENE_OT_tertius_tmrf)

@@ -8,12 +8,12 @@ import os
 import bpy
 import numpy as np
 from bpy.props import BoolProperty, EnumProperty, StringProperty
-from bpy_extras.io_utils import ExportHelper, ImportHelper, orientation_helper
+from bpy_extras.io_utils import ImportHelper, orientation_helper
 
 from ..formats.binary import FormatError
 from ..formats.scene import Scene, axis_matrix
 from ..formats.toshi import convert, tkl, tmd, tml
-from .common import FileImporter, axis_matrix_from, write_files
+from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, write_files
 
 # The existing JPOG tools keep the file's axes: its models stand upright in Blender's Z-up view.
 AXIS_FORWARD, AXIS_UP = "Y", "Z"
@@ -329,15 +329,11 @@ class IMPORT_SCENE_OT_toshi_tmd(bpy.types.Operator, FileImporter):
             body.prop(self, "tml_mode")
             if self.tml_mode == "FILE":
                 body.prop(self, "tml_file")
-        header, body = layout.panel("RETRO_toshi_import_transform", default_closed=True)
-        header.label(text="Transform")
-        if body:
-            body.prop(self, "axis_forward")
-            body.prop(self, "axis_up")
+        draw_transform(layout, self, "RETRO_toshi_import_transform")
 
 
 @orientation_helper(axis_forward=AXIS_FORWARD, axis_up=AXIS_UP)
-class EXPORT_SCENE_OT_toshi_tmd(bpy.types.Operator, ExportHelper):
+class EXPORT_SCENE_OT_toshi_tmd(bpy.types.Operator, FileExporter):
     """Export the selected armature and the meshes it deforms as a JPOG model (.tmd, .tkl, .tml)"""
 
     bl_idname = "export_scene.toshi_tmd"
@@ -371,31 +367,19 @@ class EXPORT_SCENE_OT_toshi_tmd(bpy.types.Operator, ExportHelper):
         default="ALL",
     )
 
-    @classmethod
-    def poll(cls, context):
-        return context.mode == "OBJECT"
-
-    def execute(self, context):
-        try:
-            armature, meshes = export_objects(context)
-            written, warnings = save_tmd(
-                context,
-                self.filepath,
-                armature,
-                meshes,
-                tkl_mode=self.tkl_mode,
-                new_tkl_name=self.new_tkl_name,
-                write_tml=self.write_tml,
-                lods=self.lods,
-                axis=axis_matrix_from(self),
-            )
-        except (convert.ToshiExportError, FormatError, OSError) as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
-        for warning in warnings:
-            self.report({"WARNING"}, warning)
-        self.report({"INFO"}, "Wrote " + ", ".join(os.path.basename(p) for p in written))
-        return {"FINISHED"}
+    def save(self, context):
+        armature, meshes = export_objects(context)
+        return save_tmd(
+            context,
+            self.filepath,
+            armature,
+            meshes,
+            tkl_mode=self.tkl_mode,
+            new_tkl_name=self.new_tkl_name,
+            write_tml=self.write_tml,
+            lods=self.lods,
+            axis=axis_matrix_from(self),
+        )
 
     def draw(self, context):
         layout = self.layout
@@ -412,11 +396,7 @@ class EXPORT_SCENE_OT_toshi_tmd(bpy.types.Operator, ExportHelper):
         header.label(text="Include")
         if body:
             body.prop(self, "lods")
-        header, body = layout.panel("RETRO_toshi_export_transform", default_closed=True)
-        header.label(text="Transform")
-        if body:
-            body.prop(self, "axis_forward")
-            body.prop(self, "axis_up")
+        draw_transform(layout, self, "RETRO_toshi_export_transform")
 
 
 @orientation_helper(axis_forward=AXIS_FORWARD, axis_up=AXIS_UP)

@@ -14,15 +14,15 @@ import os
 import bpy
 import numpy as np
 from bpy.props import EnumProperty, StringProperty
-from bpy_extras.io_utils import ExportHelper, orientation_helper
+from bpy_extras.io_utils import orientation_helper
 
-from ..formats.binary import FormatError
+from ..formats.binary import ExportError, FormatError
 from ..formats.scene import Scene
 from ..formats.textures import gx
 from ..formats.textures import tpl as tpl_format
 from ..formats.ttyd import convert, inspect
 from ..formats.ttyd import model as fmt
-from .common import FileImporter, axis_matrix_from, write_files
+from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, write_files
 
 # The file is Y-up with characters facing +Z (convert.default_axis).
 AXIS_FORWARD, AXIS_UP = "-Z", "Y"
@@ -106,7 +106,7 @@ def export_objects(context) -> tuple[bpy.types.Object, list[bpy.types.Object]]:
             (m.object for m in active.modifiers if m.type == "ARMATURE" and m.object is not None), None
         )
     if armature is None:
-        raise ValueError("select the armature of the model to export (its groups are the bones)")
+        raise ExportError("select the armature of the model to export (its groups are the bones)")
     meshes = [
         o
         for o in context.view_layer.objects
@@ -195,15 +195,11 @@ class IMPORT_SCENE_OT_ttyd_model(bpy.types.Operator, FileImporter):
             body.prop(self, "tpl_mode")
             if self.tpl_mode == "FILE":
                 body.prop(self, "tpl_file")
-        header, body = layout.panel("RETRO_ttyd_import_transform", default_closed=True)
-        header.label(text="Transform")
-        if body:
-            body.prop(self, "axis_forward")
-            body.prop(self, "axis_up")
+        draw_transform(layout, self, "RETRO_ttyd_import_transform")
 
 
 @orientation_helper(axis_forward=AXIS_FORWARD, axis_up=AXIS_UP)
-class EXPORT_SCENE_OT_ttyd_model(bpy.types.Operator, ExportHelper):
+class EXPORT_SCENE_OT_ttyd_model(bpy.types.Operator, FileExporter):
     """Export the selected armature and its meshes as a Paper Mario TTYD model and its TPL ("<texture name>-")"""
 
     bl_idname = "export_scene.ttyd_model"
@@ -220,10 +216,6 @@ class EXPORT_SCENE_OT_ttyd_model(bpy.types.Operator, ExportHelper):
         default="ORIGINAL",
     )
 
-    @classmethod
-    def poll(cls, context):
-        return context.mode == "OBJECT"
-
     def invoke(self, context, event):
         if not self.filepath:  # the model's own name, as the game's files are named
             from .blender import props
@@ -234,24 +226,11 @@ class EXPORT_SCENE_OT_ttyd_model(bpy.types.Operator, ExportHelper):
                 self.filepath = name
         return super().invoke(context, event)
 
-    def execute(self, context):
-        try:
-            armature, meshes = export_objects(context)
-            written, warnings = save_ttyd(
-                context,
-                self.filepath,
-                armature,
-                meshes,
-                texture_format=self.texture_format,
-                axis=axis_matrix_from(self),
-            )
-        except (ValueError, OSError) as e:  # FormatError is a ValueError
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
-        for warning in warnings:
-            self.report({"WARNING"}, warning)
-        self.report({"INFO"}, "Wrote " + ", ".join(os.path.basename(p) for p in written))
-        return {"FINISHED"}
+    def save(self, context):
+        armature, meshes = export_objects(context)
+        return save_ttyd(
+            context, self.filepath, armature, meshes, texture_format=self.texture_format, axis=axis_matrix_from(self)
+        )
 
     def draw(self, context):
         layout = self.layout
@@ -261,11 +240,7 @@ class EXPORT_SCENE_OT_ttyd_model(bpy.types.Operator, ExportHelper):
         header.label(text="Textures")
         if body:
             body.prop(self, "texture_format")
-        header, body = layout.panel("RETRO_ttyd_export_transform", default_closed=True)
-        header.label(text="Transform")
-        if body:
-            body.prop(self, "axis_forward")
-            body.prop(self, "axis_up")
+        draw_transform(layout, self, "RETRO_ttyd_export_transform")
 
 
 classes = (IMPORT_SCENE_OT_ttyd_model, EXPORT_SCENE_OT_ttyd_model)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..binary import FormatError
+from ..binary import ExportError, FormatError
 from ..scene import Image, Layer, Material, Mesh, Scene, Skeleton, TextureSlot, axis_matrix
 from ..textures import dds
 from . import names as bone_names
@@ -56,7 +56,7 @@ NEW_TEXTURE_FLAGS = 0x00FF
 KEY = "tamsoft"
 
 
-class TamsoftExportError(ValueError):
+class TamsoftExportError(ExportError):
     """A scene cannot be written as tmd0; the message names the problem."""
 
 

@@ -38,7 +38,7 @@ import dataclasses
 
 import numpy as np
 
-from ..binary import FormatError
+from ..binary import ExportError, FormatError
 from ..scene import (
     Animation,
     Channel,
@@ -74,7 +74,7 @@ TIME_TOLERANCE = 1e-3  # frames
 NEW_TEXTURE_HEADER = {"flags": 0, "unknown1": 0, "unknown2": 0, "unknown3": 0xFFFF, "unknown4": 0x43000000}
 
 
-class ToshiExportError(ValueError):
+class ToshiExportError(ExportError):
     """A scene cannot be written as TMD/TKL/TML; the message names the object."""
 
 

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..binary import with_endian
+from ..binary import ExportError, with_endian
 from ..scene import (
     Animation,
     Channel,
@@ -1735,7 +1735,7 @@ def _frame_offsets(model, scene, sampler: int, images: np.ndarray) -> np.ndarray
         else:
             offset = _append_texture(model, scene, int(image)) - first
             if not 0 <= offset < 256:
-                raise ValueError(f"texture swap to image {image} is out of reach of sampler {sampler}")
+                raise ExportError(f"texture swap to image {image} is out of reach of sampler {sampler}")
         out[images == image] = offset
     return out
 
