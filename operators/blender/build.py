@@ -64,13 +64,15 @@ from .curves import (
     BoneMaps,
     continuity_signs,
     euler_to_matrix,
+    loop_keys,
     map_keys,
     matrix_to_euler,
     sample,
     scaled_permutation,
+    split_bezier,
 )
 
-_INTERPOLATION = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}
+INTERPOLATION_CODES = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}
 _HANDLE_FREE = 0
 # Frames: FCurve.update merges keys up to 0.01 apart (BEZT_BINARYSEARCH_THRESH, float32 times a little over).
 MERGE_DISTANCE = 0.02
@@ -653,15 +655,7 @@ def _spread_close_keys(times, values, handles_left, handles_right):
             continue
         p0 = np.array([times[segment], values[segment]])
         p3 = np.array([times[segment + 1], values[segment + 1]])
-        p1, p2 = handles_right[segment].copy(), handles_left[segment + 1].copy()
-        low, high = 0.0, 1.0
-        for _ in range(60):  # the Bézier parameter where the curve reaches the target frame
-            t = (low + high) / 2
-            x = (1 - t) ** 3 * p0[0] + 3 * (1 - t) ** 2 * t * p1[0] + 3 * (1 - t) * t * t * p2[0] + t**3 * p3[0]
-            low, high = (t, high) if x < target else (low, t)
-        a, b, c = p0 + t * (p1 - p0), p1 + t * (p2 - p1), p2 + t * (p3 - p2)
-        d, e = a + t * (b - a), b + t * (c - b)
-        point = d + t * (e - d)
+        a, d, point, e, c = split_bezier(p0, handles_right[segment], handles_left[segment + 1], p3, target)
         point[0] = target
         moved = point - np.array([times[key], values[key]])
         times[key], values[key] = point
@@ -675,6 +669,7 @@ def _spread_close_keys(times, values, handles_left, handles_right):
 
 
 def _write_fcurve(fcurve, times, values, interpolation, handles_left=None, handles_right=None, cyclic=False):
+    """``interpolation``: one for every key, or one per key."""
     count = len(times)
     points = fcurve.keyframe_points
     points.add(count)
@@ -682,7 +677,11 @@ def _write_fcurve(fcurve, times, values, interpolation, handles_left=None, handl
     co[:, 0] = times
     co[:, 1] = values
     points.foreach_set("co", co.ravel())
-    points.foreach_set("interpolation", np.full(count, _INTERPOLATION.get(interpolation, 1), np.int32))
+    modes = np.broadcast_to(np.asarray(interpolation, dtype=str), count)
+    codes = np.full(count, INTERPOLATION_CODES["LINEAR"], np.int32)  # for modes the scene does not name
+    for name, code in INTERPOLATION_CODES.items():
+        codes[modes == name] = code
+    points.foreach_set("interpolation", codes)
     if handles_left is not None and handles_right is not None:
         free = np.full(count, _HANDLE_FREE, np.int32)
         points.foreach_set("handle_left_type", free)
@@ -710,12 +709,46 @@ class _ActionSet:
         self, id_data, id_type: str, data_path: str, count: int, group: str, meta: dict | None, indices=None
     ):
         """New F-curves for ``count`` components (array ``indices``, else 0…count−1); ``meta`` (None for
-        a duplicate) tells the extractor the channel."""
+        a duplicate) tells the extractor the channel: it becomes the channel's record (``write`` adds to it)."""
         action, slot, channels = self.ensure(id_data, id_type)
         if meta is not None:
-            channels.append({"order": self.order, "data_path": data_path, **meta})
+            meta.update(order=self.order, data_path=data_path)
+            channels.append(meta)
             self.order += 1
         return compat.new_fcurves(action, slot, data_path, range(count) if indices is None else indices, group)
+
+    def write(self, fcurves, meta, times, values, interpolation, handles_left=None, handles_right=None) -> None:
+        """Key ``fcurves`` with the components of ``values`` (K, C) and handles (K, C, 2).
+
+        A looping animation repeats its frame range, not each F-curve's keys (``loop_keys``); what that
+        adds goes to the channel record ``meta`` (None for a duplicate) for the extractor to take off.
+        """
+        animation = self.animation
+        loop = animation.loop and animation.frame_end > animation.frame_start
+        if loop:
+            channel_interpolation = interpolation
+            times, values, interpolation, handles_left, handles_right, sides = loop_keys(
+                times,
+                values,
+                channel_interpolation,
+                handles_left,
+                handles_right,
+                animation.frame_start,
+                animation.frame_end,
+                MERGE_DISTANCE,
+            )
+            if sides and meta is not None:
+                meta["loop"] = _loop_record(sides, fcurves, animation, channel_interpolation)
+        for c, fcurve in enumerate(fcurves):
+            _write_fcurve(
+                fcurve,
+                times,
+                values[:, c],
+                interpolation,
+                None if handles_left is None else handles_left[:, c],
+                None if handles_right is None else handles_right[:, c],
+                animation.loop,
+            )
 
     def ensure(self, id_data, id_type: str) -> tuple:
         """The action (with its slot and channel records) animating ``id_data``."""
@@ -755,6 +788,23 @@ class _ActionSet:
         for action, _slot, channels in self.actions.values():
             info = action[props.ANIMATION]
             info["channels"] = channels
+
+
+def _loop_record(sides: dict, fcurves, animation: Animation, interpolation: str) -> dict:
+    """``loop_keys``' changes as the extractor reads them (``curves.unloop_rows``): cut keys by F-curve
+    array index, the channel's interpolation as the F-curve's code."""
+    record = {
+        "frames": [float(animation.frame_start), float(animation.frame_end)],
+        "interpolation": INTERPOLATION_CODES.get(interpolation, INTERPOLATION_CODES["LINEAR"]),
+    }
+    for side, change in sides.items():
+        if "held" not in change:
+            change = {
+                kind: {str(fc.array_index): rows for fc, rows in zip(fcurves, change[kind], strict=True)}
+                for kind in ("original", "written")
+            }
+        record[side] = change
+    return record
 
 
 def _channel_meta(channel: Channel) -> dict:
@@ -807,19 +857,6 @@ def _keys(channel: Channel):
     return times, values
 
 
-def _write_channel(fcurves, times, values, interpolation, handles_left, handles_right, cyclic):
-    for c, fcurve in enumerate(fcurves):
-        _write_fcurve(
-            fcurve,
-            times,
-            values[:, c],
-            interpolation,
-            None if handles_left is None else handles_left[:, c],
-            None if handles_right is None else handles_right[:, c],
-            cyclic,
-        )
-
-
 def bake_frames(times: np.ndarray) -> np.ndarray:
     """Every whole frame of the keyed range plus the key times themselves."""
     whole = np.arange(np.ceil(times[0]), np.floor(times[-1]) + 1)
@@ -847,7 +884,6 @@ def _build_animation(
     objects = {o.get(props.SCENE_NAME, o.name): o for o in result.armatures + result.objects}
     meshes = {m.name: o for m, o in zip(scene.meshes, result.objects, strict=True)}
     materials = {m.name: b for m, b in zip(scene.materials, result.materials, strict=True)}
-    cyclic = animation.loop
     channels = [(c, None) for c in animation.channels]
     if maps is not None:
         channels = _component_channels(animation.channels, maps, armature, pose_names)
@@ -873,26 +909,18 @@ def _build_animation(
             obj = objects[channel.target]
             meta = _channel_meta(channel)
             for data_path in ("hide_viewport", "hide_render"):
-                (fcurve,) = actions.fcurves(
-                    obj, "OBJECT", data_path, 1, "", meta if data_path == "hide_viewport" else None
-                )
-                _write_fcurve(fcurve, times, values[:, 0], "CONSTANT", cyclic=cyclic)
+                record = meta if data_path == "hide_viewport" else None
+                fcurves = actions.fcurves(obj, "OBJECT", data_path, 1, "", record)
+                actions.write(fcurves, record, times, values[:, :1], "CONSTANT")
         elif kind == "shape_key" and channel.target in meshes and meshes[channel.target].data.shape_keys:
             key = meshes[channel.target].data.shape_keys
             if channel.path not in key.key_blocks:
                 result.warnings.append(f"{animation.name}: no shape key {channel.path!r} on {channel.target}")
                 continue
             data_path = f'key_blocks["{bpy.utils.escape_identifier(channel.path)}"].value'
-            fcurves = actions.fcurves(key, "KEY", data_path, 1, "", _channel_meta(channel))
-            _write_channel(
-                fcurves,
-                times,
-                values,
-                channel.interpolation,
-                channel.handles_left,
-                channel.handles_right,
-                cyclic,
-            )
+            meta = _channel_meta(channel)
+            fcurves = actions.fcurves(key, "KEY", data_path, 1, "", meta)
+            actions.write(fcurves, meta, times, values, channel.interpolation, channel.handles_left, channel.handles_right)
         elif kind == "material" and channel.target in materials:
             _build_material_channel(materials[channel.target], channel, times, values, actions)
         else:
@@ -1005,9 +1033,7 @@ def _build_material_channel(material, channel: Channel, times, values, actions) 
         if side is not None:
             handles[i] = np.array(side, np.float64)
             handles[i][..., 1] += offsets
-    _write_channel(
-        fcurves, times, values + offsets, channel.interpolation, *handles, actions.animation.loop
-    )
+    actions.write(fcurves, meta, times, values + offsets, channel.interpolation, *handles)
 
 
 # J3D colour slots (formats/j3d/convert.py paths) and the range the game clamps each to.
@@ -1353,7 +1379,7 @@ def _build_bone_channel(
             hl[..., 1] = hl[..., 1] * factor + offset
             hr[..., 1] = hr[..., 1] * factor + offset
         (fcurve,) = actions.fcurves(armature, "OBJECT", data_path, 1, pose_name, meta, (component,))
-        _write_channel([fcurve], times, values * factor + offset, interpolation, hl, hr, actions.animation.loop)
+        actions.write([fcurve], meta, times, values * factor + offset, interpolation, hl, hr)
         return
     mapped = None
     if path in maps.maps and not (path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"):
@@ -1393,7 +1419,7 @@ def _build_bone_channel(
         meta.update(source=np.asarray(values, np.float32).ravel().tolist(), written=keys_hash(co, interpolation))
     data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
     fcurves = actions.fcurves(armature, "OBJECT", data_path, new_values.shape[1], pose_name, meta)
-    _write_channel(fcurves, times, new_values, interpolation, hl, hr, actions.animation.loop)
+    actions.write(fcurves, meta, times, new_values, interpolation, hl, hr)
 
 
 def _float32_exact(values: np.ndarray, pose_values: np.ndarray, inverse_affine) -> bool:

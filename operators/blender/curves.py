@@ -221,3 +221,160 @@ def matrix_to_euler(m: np.ndarray) -> np.ndarray:
     x = np.arctan2(m[:, 2, 1], m[:, 2, 2])
     z = np.arctan2(m[:, 1, 0], m[:, 0, 0])
     return np.unwrap(np.stack([x, y, z], axis=-1), axis=0)
+
+
+def split_bezier(p0, p1, p2, p3, frame):
+    """A Bézier segment (points (…, 2)) cut where its frame reaches ``frame`` (de Casteljau).
+
+    Returns (a, d, point, e, c): the first part is p0, a, d, point and the second point, e, c, p3.
+    """
+    p0, p1, p2, p3 = (np.asarray(p, np.float64) for p in (p0, p1, p2, p3))
+    low, high = np.zeros(p0.shape[:-1]), np.ones(p0.shape[:-1])
+    for _ in range(60):  # bisection: the frame curve of a segment Blender evaluates only rises
+        t = (low + high) / 2
+        before = _bezier(p0[..., 0], p1[..., 0], p2[..., 0], p3[..., 0], t) < frame
+        low, high = np.where(before, t, low), np.where(before, high, t)
+    t = t[..., None]
+    a, b, c = p0 + t * (p1 - p0), p1 + t * (p2 - p1), p2 + t * (p3 - p2)
+    d, e = a + t * (b - a), b + t * (c - b)
+    return a, d, d + t * (e - d), e, c
+
+
+def loop_keys(times, values, interpolation, handles_left, handles_right, start, end, min_gap):
+    """Keys (K,), (K, C) [, handles (K, C, 2)] for F-curves whose Cycles modifier repeats [start, end].
+
+    The modifier repeats the keyed range; the game repeats end − start and clamps inside it. So keys
+    outside are cut off (the segment crossing a bound split there: the curve inside stays the same),
+    and keys that stop before the end (start after the start) get a key at the bound holding the last
+    (first) value through a CONSTANT segment. A bound closer than ``min_gap`` to a key (F-curves merge
+    such keys) is left to that key. Returns (times, values, interpolation per key, handles_left,
+    handles_right, sides): ``sides`` says what changed at "start" and "end", for ``unloop_rows``.
+    """
+    keys = _Keys(times, values, interpolation, handles_left, handles_right)
+    sides: dict = {}
+    if end - start >= 2 * min_gap and len(keys.times) > 1:  # one key is the same value at every frame
+        first = int(np.searchsorted(keys.times, start))  # keys before the start: [0, first)
+        if first == 0 and keys.times[0] - start >= min_gap:
+            keys.insert(0, start, keys.values[0], "CONSTANT")
+            sides["start"] = {"held": True}
+        elif first > 0:
+            original = keys.rows(slice(0, first + 1))
+            if first == len(keys.times):  # every key before the start: the last value holds
+                keys.take(slice(-1, None))
+                keys.insert(0, start, keys.values[0], interpolation)
+                keys.take(slice(0, 1))
+                written = 1
+            elif keys.times[first] - start >= min_gap:
+                value, key_left, key_right = keys.cut(first, start)
+                keys.take(slice(first, None))
+                keys.insert(0, start, value, interpolation, key_left, key_right)
+                written = 2
+            else:
+                keys.take(slice(first, None))
+                written = 1
+            sides["start"] = {"original": original, "written": keys.rows(slice(0, written))}
+        last = int(np.searchsorted(keys.times, end, side="right"))  # keys after the end: [last, K)
+        if last == len(keys.times) and end - keys.times[-1] >= min_gap:
+            keys.modes[-1] = "CONSTANT"
+            keys.insert(last, end, keys.values[-1], interpolation)
+            sides["end"] = {"held": True}
+        elif last < len(keys.times):
+            original = keys.rows(slice(last - 1, None))
+            if end - keys.times[last - 1] >= min_gap:
+                value, key_left, key_right = keys.cut(last, end)
+                keys.take(slice(0, last))
+                keys.insert(last, end, value, interpolation, key_left, key_right)
+                written = 2
+            else:
+                keys.take(slice(0, last))
+                written = 1
+            sides["end"] = {"original": original, "written": keys.rows(slice(-written, None))}
+    return keys.times, keys.values, keys.modes, keys.left, keys.right, sides
+
+
+class _Keys:
+    """One channel's keys being cut for ``loop_keys``."""
+
+    def __init__(self, times, values, interpolation, handles_left, handles_right):
+        self.times, self.values = np.asarray(times, np.float64), np.asarray(values, np.float64)
+        self.interpolation = interpolation
+        self.bezier = interpolation == "BEZIER" and handles_left is not None and handles_right is not None
+        self.left = np.array(handles_left, np.float64) if self.bezier else None
+        self.right = np.array(handles_right, np.float64) if self.bezier else None
+        self.modes = np.full(len(self.times), interpolation, dtype="<U8")
+
+    def rows(self, keys: slice) -> list:
+        """Keys as (C, n, 6) rows (frame, value, left handle, right handle), or (C, n, 2) without handles."""
+        values = self.values[keys]
+        columns = [np.broadcast_to(self.times[keys, None], values.shape), values]
+        if self.bezier:
+            left, right = self.left[keys], self.right[keys]
+            columns += [left[..., 0], left[..., 1], right[..., 0], right[..., 1]]
+        return np.stack(columns, axis=-1).transpose(1, 0, 2).tolist()
+
+    def take(self, keys: slice) -> None:
+        self.times, self.values, self.modes = self.times[keys], self.values[keys], self.modes[keys]
+        if self.bezier:
+            self.left, self.right = self.left[keys], self.right[keys]
+
+    def insert(self, at: int, frame: float, value, mode: str, key_left=None, key_right=None) -> None:
+        """A key at index ``at``; its handles (Bézier only) a frame to each side unless given (F-curves
+        move handles of no length)."""
+        self.times = np.insert(self.times, at, frame)
+        self.values = np.insert(self.values, at, value, axis=0)
+        self.modes = np.insert(self.modes, at, mode)
+        if self.bezier:
+            point = np.stack(np.broadcast_arrays(frame, value), axis=-1)
+            side = np.array([1.0, 0.0])
+            self.left = np.insert(self.left, at, point - side if key_left is None else key_left, axis=0)
+            self.right = np.insert(self.right, at, point + side if key_right is None else key_right, axis=0)
+
+    def cut(self, i: int, frame: float):
+        """(value, left handle, right handle) of a key at ``frame`` on the segment from key i − 1 to key i.
+
+        A Bézier segment is split: the handles next to the cut shrink to their part of the curve.
+        """
+        y0, y1 = self.values[i - 1], self.values[i]
+        if self.interpolation == "CONSTANT":
+            return y0, None, None
+        if not self.bezier:
+            return y0 + (frame - self.times[i - 1]) / (self.times[i] - self.times[i - 1]) * (y1 - y0), None, None
+        p0 = np.stack(np.broadcast_arrays(self.times[i - 1], y0), axis=-1)
+        p3 = np.stack(np.broadcast_arrays(self.times[i], y1), axis=-1)
+        p1, p2 = _correct_handles(p0, self.right[i - 1], self.left[i], p3)  # as Blender evaluates it
+        a, d, point, e, c = split_bezier(p0, p1, p2, p3, frame)
+        self.right[i - 1], self.left[i] = a, c
+        return point[..., 1], d, e
+
+
+def unloop_rows(rows: np.ndarray, sides: dict, component: str) -> np.ndarray:
+    """An F-curve's keys (K, 7) rows: frame, value, left, right handle, interpolation (``loop_keys``
+    codes) without what ``loop_keys`` added; cut-off keys come back while the keys at the cut are unedited.
+
+    ``component``: the F-curve's array index (as text), under which the cut keys are recorded.
+    """
+    for side, at in (("end", -1), ("start", 0)):  # in the reverse order of loop_keys
+        change = sides.get(side)
+        if change is None or not len(rows):
+            continue
+        if change.get("held"):
+            if rows[at, 0] == np.float32(sides["frames"][0 if side == "start" else 1]):
+                rows = rows[:-1] if side == "end" else rows[1:]
+                if side == "end" and len(rows):
+                    rows[-1, 6] = sides["interpolation"]
+            continue
+        written = np.array(change["written"][component], np.float64)
+        original = np.array(change["original"][component], np.float64)
+        width, count = written.shape[1], len(written)
+        if len(rows) < count:
+            continue
+        mine = rows[-count:] if side == "end" else rows[:count]
+        if not np.array_equal(mine[:, :width].astype(np.float32), written.astype(np.float32)):
+            continue  # edited: the keys as they are now
+        restored = np.zeros((len(original), 7))
+        restored[:, :width] = original
+        if width == 2:  # keys without handles: unused ones on the keys
+            restored[:, 2:6] = np.tile(original, 2)
+        restored[:, 6] = sides["interpolation"]
+        rows = np.concatenate([rows[:-count], restored]) if side == "end" else np.concatenate([restored, rows[count:]])
+    return rows

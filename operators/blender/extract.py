@@ -32,11 +32,12 @@ from ...formats.scene import (
     quat_to_matrix,
 )
 from . import compat, props
-from .build import bake_frames, bone_maps, keys_hash, pixels_hash
-from .curves import euler_to_matrix, map_keys, matrix_to_euler, sample
+from .build import INTERPOLATION_CODES, bake_frames, bone_maps, keys_hash, pixels_hash
+from .curves import euler_to_matrix, map_keys, matrix_to_euler, sample, unloop_rows
 
 _EXTENSION_TO_WRAP = {"REPEAT": "REPEAT", "EXTEND": "CLAMP", "CLIP": "CLAMP", "MIRROR": "MIRROR"}
 _WRAP_TO_EXTENSION = {"REPEAT": "REPEAT", "CLAMP": "EXTEND", "MIRROR": "MIRROR"}
+_INTERPOLATION_NAMES = {code: name for name, code in INTERPOLATION_CODES.items()}
 _POSE_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.(\w+)$')
 _NORMAL_TOLERANCE = 1e-3
 
@@ -507,21 +508,30 @@ def _curves_by_path(action) -> dict[str, list]:
     return by_path
 
 
-def _read_keys(fcurves):
+def _fcurve_rows(fcurve, loop: dict | None) -> np.ndarray:
+    """(K, 7) keys of an F-curve: frame, value, left handle, right handle, interpolation code; without
+    the keys the builder added for a looping animation (``loop``: the channel record's)."""
+    points = fcurve.keyframe_points
+    count = len(points)
+    rows = np.empty((count, 7))
+    for column, field in ((0, "co"), (2, "handle_left"), (4, "handle_right")):
+        rows[:, column : column + 2] = _get(points, field, count, 2)
+    rows[:, 6] = _get(points, "interpolation", count, 1, np.int32)
+    return rows if loop is None else unloop_rows(rows, loop, str(fcurve.array_index))
+
+
+def _read_keys(fcurves, loop: dict | None = None):
     """(times, values (K, C), interpolation, handles_left, handles_right) of one channel's F-curves.
 
     None when no F-curve has keys.
     """
     keys = []
     for fcurve in fcurves:
-        points = fcurve.keyframe_points
-        count = len(points)
-        if count == 0:
+        rows = _fcurve_rows(fcurve, loop)
+        if len(rows) == 0:
             continue
-        co = _get(points, "co", count, 2).astype(np.float64)
-        left = _get(points, "handle_left", count, 2).astype(np.float64)
-        right = _get(points, "handle_right", count, 2).astype(np.float64)
-        keys.append((co, left, right, points[0].interpolation))
+        interpolation = _INTERPOLATION_NAMES.get(int(rows[0, 6]), "")
+        keys.append((rows[:, :2], rows[:, 2:4], rows[:, 4:6], interpolation))
     if not keys:
         return None
     interpolation = keys[0][3] if keys[0][3] in ("CONSTANT", "LINEAR", "BEZIER") else "LINEAR"
@@ -571,7 +581,7 @@ def _tagged_animation(primary, members, maps, renamed) -> Animation:
     for _order, meta, fcurves in sorted(entries, key=lambda e: e[0]):
         if "array_index" in meta:  # one component of a vector whose other components are other channels
             fcurves = [fc for fc in fcurves if fc.array_index == meta["array_index"]]
-        keys = _read_keys(fcurves)
+        keys = _read_keys(fcurves, meta.get("loop"))
         if keys is None:
             continue
         times, values, interpolation, left, right = keys
@@ -579,7 +589,7 @@ def _tagged_animation(primary, members, maps, renamed) -> Animation:
         pose = _POSE_PATH.match(meta["data_path"]) if meta["kind"] == "bone" else None
         if pose is not None:  # the bone's name in Blender, which the skeleton uses
             target = _unescape(pose.group(1))
-        if "parts" in meta and _keys_hash(fcurves) == meta["written"]:  # unedited: the channels as imported
+        if "parts" in meta and _keys_hash(fcurves, meta.get("loop")) == meta["written"]:  # unedited: the channels as imported
             animation.channels += [_part_channel(part, meta, target) for part in meta["parts"]]
             continue
         channel = Channel(
@@ -604,7 +614,7 @@ def _tagged_animation(primary, members, maps, renamed) -> Animation:
             if "parts" in meta:  # merged per-component channels, edited: split them again
                 animation.channels += _split(channel, meta["parts"])
                 continue
-            if "source" in meta and _keys_hash(fcurves) == meta["written"]:  # unedited: the exact values
+            if "source" in meta and _keys_hash(fcurves, meta.get("loop")) == meta["written"]:  # unedited: the exact values
                 channel.values = np.array(meta["source"], np.float64).reshape(channel.values.shape)
         else:  # one component, or keys offset by a texture transform's centre (build._build_material_channel)
             channel.index = meta.get("index")
@@ -639,9 +649,10 @@ def _unspread(channel: Channel, keys: dict) -> None:
         channel.handles_right = np.array(keys["handles_right"], np.float64)
 
 
-def _keys_hash(fcurves) -> str:
-    co = [_get(fc.keyframe_points, "co", len(fc.keyframe_points), 2) for fc in fcurves]
-    interpolation = fcurves[0].keyframe_points[0].interpolation if co and len(co[0]) else ""
+def _keys_hash(fcurves, loop: dict | None) -> str:
+    rows = [_fcurve_rows(fc, loop) for fc in fcurves]
+    co = [r[:, :2].astype(np.float32) for r in rows]
+    interpolation = _INTERPOLATION_NAMES.get(int(rows[0][0, 6]), "") if co and len(co[0]) else ""
     return keys_hash(np.stack(co) if co and all(len(c) == len(co[0]) for c in co) else np.zeros(0), interpolation)
 
 
