@@ -677,20 +677,21 @@ def _with_slerp_keys(frames: np.ndarray, quats: np.ndarray) -> tuple[np.ndarray,
     they drift apart as the angle between keys grows, so those segments get a
     key per frame. ``_without_slerp_keys`` drops them again on export.
     """
-    if len(frames) < 2:
-        return frames, quats
+    if len(frames) < 2 or np.diff(frames).max() <= 1 + 2 * TIME_TOLERANCE:
+        return frames, quats  # no whole frame lies between two keys
     a, b = quats[:-1], quats[1:]
     b = np.where((a * b).sum(axis=1, keepdims=True) < 0, -b, b)
     quarter = 0.75 * a + 0.25 * b  # near where the two part most
     quarter /= np.linalg.norm(quarter, axis=1, keepdims=True)
     exact = _slerp(frames[:-1] + 0.25 * np.diff(frames), frames, quats)
     apart = np.minimum(np.abs(quarter - exact).max(axis=1), np.abs(quarter + exact).max(axis=1)) > SLERP_TOLERANCE
-    inserted = [
-        np.arange(np.floor(frames[i]) + 1, np.ceil(frames[i + 1]))
-        for i in np.flatnonzero(apart)
-    ]
-    inserted = np.concatenate([np.zeros(0), *inserted])
-    inserted = inserted[~np.isclose(inserted[:, None], frames[None, :], atol=TIME_TOLERANCE).any(axis=1)]
+    segments = np.flatnonzero(apart)
+    if not len(segments):
+        return frames, quats
+    # Whole frames strictly inside each segment, clear of its keys.
+    inserted = np.concatenate(
+        [np.arange(np.floor(frames[i] + TIME_TOLERANCE) + 1, np.ceil(frames[i + 1] - TIME_TOLERANCE)) for i in segments]
+    )
     if not len(inserted):
         return frames, quats
     all_frames = np.concatenate([frames, inserted])

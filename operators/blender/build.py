@@ -677,10 +677,12 @@ def _write_fcurve(fcurve, times, values, interpolation, handles_left=None, handl
     co[:, 0] = times
     co[:, 1] = values
     points.foreach_set("co", co.ravel())
-    modes = np.broadcast_to(np.asarray(interpolation, dtype=str), count)
-    codes = np.full(count, INTERPOLATION_CODES["LINEAR"], np.int32)  # for modes the scene does not name
-    for name, code in INTERPOLATION_CODES.items():
-        codes[modes == name] = code
+    linear = INTERPOLATION_CODES["LINEAR"]  # for modes the scene does not name
+    if isinstance(interpolation, str):
+        codes = np.full(count, INTERPOLATION_CODES.get(interpolation, linear), np.int32)
+    else:
+        modes, per_key = np.unique(np.asarray(interpolation, dtype=str), return_inverse=True)
+        codes = np.array([INTERPOLATION_CODES.get(m, linear) for m in modes], np.int32)[per_key]
     points.foreach_set("interpolation", codes)
     if handles_left is not None and handles_right is not None:
         free = np.full(count, _HANDLE_FREE, np.int32)
