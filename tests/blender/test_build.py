@@ -5,14 +5,12 @@ computed independently (parent-relative keys chained in numpy, linear blend
 skinning in numpy) and compared with what Blender evaluates.
 """
 
+import bpy
 import numpy as np
 import pytest
 from retro_models.formats import scene as sc
-
-bpy = pytest.importorskip("bpy")
-
-from retro_models.operators.blender import compat, props  # noqa: E402
-from retro_models.operators.blender.build import build_scene  # noqa: E402
+from retro_models.operators.blender import compat, props
+from retro_models.operators.blender.build import build_scene
 
 KEY_FRAMES = np.array([0.0, 10.0, 20.0, 30.0])
 

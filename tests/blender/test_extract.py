@@ -1,14 +1,12 @@
 """Blender → Scene: ``extract_scene`` gives back what ``build_scene`` was given, and Blender's data after edits."""
 
+import bpy
 import numpy as np
 import pytest
+from blender.test_build import X_TO_Y, euler_scene, make_scene
 from retro_models.formats import scene as sc
-
-bpy = pytest.importorskip("bpy")
-
-from blender.test_build import X_TO_Y, euler_scene, make_scene  # noqa: E402
-from retro_models.operators.blender.build import build_scene  # noqa: E402
-from retro_models.operators.blender.extract import extract_scene  # noqa: E402
+from retro_models.operators.blender.build import build_scene
+from retro_models.operators.blender.extract import extract_scene
 
 TOLERANCE = 1e-5
 

@@ -6,18 +6,16 @@ node sockets, custom properties after ``frame_set``) must match
 ``formats.j3d.evaluate`` at every frame (bones) or at several frames (materials).
 """
 
+import bpy
 import numpy as np
 import pytest
 from retro_models.formats import scene as sc
 from retro_models.formats.j3d import bck, bmt, bpk, brk, btk, btp, evaluate
 from retro_models.formats.j3d.container import track_keys
+from retro_models.operators.blender import compat, props
+from retro_models.operators.blender.build import build_scene
+from retro_models.operators.blender.curves import euler_to_matrix
 from support import corpus_file, corpus_files, data_counts
-
-bpy = pytest.importorskip("bpy")
-
-from retro_models.operators.blender import compat, props  # noqa: E402
-from retro_models.operators.blender.build import build_scene  # noqa: E402
-from retro_models.operators.blender.curves import euler_to_matrix  # noqa: E402
 
 ANGLE_TOLERANCE = 1e-3  # degrees
 LENGTH_TOLERANCE = 1e-4

@@ -10,28 +10,26 @@ At end + k·period exactly Blender shows the held last value where a repeating g
 (as for keys that end on the end), so the wrapped frames checked here avoid those instants.
 """
 
+import bpy
 import numpy as np
 import pytest
+import test_j3d_operators as j3d_playback
+import test_ttyd_playback as ttyd_playback
 from retro_models.formats.j3d import bck, evaluate
 from retro_models.formats.j3d import convert as j3d_convert
 from retro_models.formats.j3d.container import track_keys
+from retro_models.formats.scene import Animation
 from retro_models.formats.ttyd import model as fmt
-from support import corpus_file
-
-bpy = pytest.importorskip("bpy")
-
-import test_j3d_operators as j3d_playback  # noqa: E402
-import test_ttyd_playback as ttyd_playback  # noqa: E402
-from retro_models.formats.scene import Animation  # noqa: E402
-from retro_models.operators.blender import compat, props  # noqa: E402
-from retro_models.operators.blender.build import (  # noqa: E402
+from retro_models.operators.blender import compat, props
+from retro_models.operators.blender.build import (
     INTERPOLATION_CODES,
     MERGE_DISTANCE,
     _loop_record,
     _write_fcurve,
 )
-from retro_models.operators.blender.curves import loop_keys, sample  # noqa: E402
-from retro_models.operators.blender.extract import _fcurve_rows, extract_scene  # noqa: E402
+from retro_models.operators.blender.curves import loop_keys, sample
+from retro_models.operators.blender.extract import _fcurve_rows, extract_scene
+from support import corpus_file
 
 START, END = 0.0, 20.0
 KEY_TIMES = (4.0, 10.0)  # walk's two keyframes, later than the start and well before the end

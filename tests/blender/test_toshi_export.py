@@ -12,16 +12,14 @@ import os
 import shutil
 from pathlib import Path
 
+import bpy
 import numpy as np
 import pytest
-
-bpy = pytest.importorskip("bpy")
-
-from demo_creature import demo_files  # noqa: E402
-from retro_models.formats.toshi import convert, strips, tkl, tmd, tml  # noqa: E402
-from retro_models.operators import toshi as toshi_operators  # noqa: E402
-from retro_models.operators.blender import compat  # noqa: E402
-from retro_models.operators.blender.extract import vertex_group_weights  # noqa: E402
+from demo_creature import demo_files
+from retro_models.formats.toshi import convert, strips, tkl, tmd, tml
+from retro_models.operators import toshi as toshi_operators
+from retro_models.operators.blender import compat
+from retro_models.operators.blender.extract import vertex_group_weights
 
 DEMO = demo_files()
 NODE_NAMES = tmd.read(DEMO["demo.tmd"]).node_names()

@@ -5,22 +5,18 @@ again by the project's writer with a rest rotation on its animated bone for the 
 plus a TPL of two images named as the game names it ("<texture name>-").
 """
 
-import sys
 from pathlib import Path
 
+import bpy
 import numpy as np
 import pytest
+import ttyd_fixtures as F
 from retro_models.formats.textures import gx
 from retro_models.formats.textures import tpl as tpl_format
 from retro_models.formats.ttyd import convert
 from retro_models.formats.ttyd import model as fmt
 from retro_models.formats.ttyd.evaluate import Evaluator, world_matrices
 from support import data_counts
-
-bpy = pytest.importorskip("bpy")
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "formats" / "ttyd"))
-import ttyd_fixtures as F  # noqa: E402
 
 TOLERANCE = 1e-4
 BODY_NODE = 24

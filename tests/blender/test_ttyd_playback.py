@@ -8,24 +8,18 @@ the root and an uneven one on the animated body; and a second animation "idle" (
 """
 
 import copy
-import sys
-from pathlib import Path
 
+import bpy
 import numpy as np
 import pytest
+import ttyd_fixtures as F
 from retro_models.formats.textures import gx
 from retro_models.formats.textures import tpl as tpl_format
 from retro_models.formats.ttyd import convert
 from retro_models.formats.ttyd import model as fmt
 from retro_models.formats.ttyd.evaluate import Evaluator, texcoord_matrix, world_matrices
-
-bpy = pytest.importorskip("bpy")
-
-from retro_models.operators.animation import use_animation  # noqa: E402
-from retro_models.operators.blender import props  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "formats" / "ttyd"))
-import ttyd_fixtures as F  # noqa: E402
+from retro_models.operators.animation import use_animation
+from retro_models.operators.blender import props
 
 TOLERANCE = 1e-4
 ROOT_NODE, BODY_NODE = 0, 24
