@@ -153,10 +153,3 @@ def open_model(path: Path) -> Package:
     elif len(package.model.textures):
         package.warnings.append(f"no texture CAT next to {path.name}: textures are left empty")
     return package
-
-
-def save_model(package: Package, model_bytes: bytes) -> bytes:
-    """The file to write for an edited model: a bare tmd0, or the model CAT with its payload replaced."""
-    if package.cat is None:
-        return model_bytes
-    return write(replace_payload(package.cat, package.index, model_bytes))

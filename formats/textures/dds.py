@@ -19,7 +19,6 @@ from .raster import as_rgba, expand_bits, pad_to_multiple, quantize_bits
 
 MAGIC = b"DDS "
 HEADER_SIZE = 124
-DX10_HEADER_SIZE = 20
 
 # Header flags
 DDSD_CAPS, DDSD_HEIGHT, DDSD_WIDTH, DDSD_PITCH = 0x1, 0x2, 0x4, 0x8

@@ -22,7 +22,6 @@ from ..textures import dds, raster
 MAGIC = b"TML1"
 # Texture format ids → names; 6 is a whole DDS file.
 FORMAT_NAMES = {0: "RGBA8888", 1: "RGB888", 2: "ARGB1555", 6: "DDS", 7: "ARGB4444"}
-FORMAT_IDS = {name: fmt for fmt, name in FORMAT_NAMES.items()}
 FORMAT_DDS = 6
 # Material flags & SHADER_MASK: the shader kind.
 SHADER_MASK = 0xF000

@@ -219,7 +219,8 @@ def test_open_model_with_texture_cat(tmp_path):
     )
     assert any("asuka_body (GXT)" in w for w in scene.warnings)
     edited = convert.from_scene(scene)
-    assert cat.save_model(package, tmd0.write(edited)) == model_path.read_bytes()
+    container = cat.replace_payload(package.cat, package.index, tmd0.write(edited))
+    assert cat.write(container) == model_path.read_bytes()
 
 
 def test_dds_texture_is_decoded():
