@@ -204,11 +204,14 @@ class FileExporter(ExportHelper):
         raise NotImplementedError
 
     def execute(self, context):
+        progress = Progress(context, 1)  # the busy cursor while the files are made
         try:
             written, warnings = self.save(context)
         except (ExportError, FormatError, OSError) as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}
+        finally:
+            progress.end()
         for warning in warnings:
             self.report({"WARNING"}, warning)
         self.report({"INFO"}, "Wrote " + ", ".join(os.path.basename(p) for p in written))
