@@ -98,7 +98,12 @@ def load_tmd(
     scene.warnings[:0] = warnings
     if tkl_bytes is not None:
         scene.extras[TKL_LIBRARY] = base64.b64encode(tkl_bytes).decode("ascii")
-    scene.skeletons[0].extras.update(source_file=path, tkl_file=tkl_path or "", tml_file=tml_path or "")
+    scene.skeletons[0].extras.update(
+        source_file=path,
+        tkl_file=tkl_path or "",
+        tml_file=tml_path or "",
+        axis=np.asarray(axis, np.float64).ravel().tolist(),  # for re-reading animations the same way
+    )
     return scene
 
 
@@ -118,16 +123,19 @@ def library_name(header: dict) -> str:
     return field.split(b"\0", 1)[0].decode("ascii", "replace")
 
 
-def load_library(context, armature_obj, tkl_path: str, axis) -> tuple[int, list[str]]:
+def load_library(context, armature_obj, tkl_path: str) -> tuple[int, list[str]]:
     """Re-read the armature's model animations against another keyframe library.
 
-    The animation table lives in the TMD, so the model's file must still exist.
+    The animation table lives in the TMD, so the model's file must still exist;
+    the axis conversion is the one the model was imported with.
     Returns the number of actions made and the warnings.
     """
     from .blender import props
     from .blender.build import replace_animations
 
-    source = props.get_extras(armature_obj.data).get("source_file", "")
+    imported = props.get_extras(armature_obj.data)
+    source = imported.get("source_file", "")
+    axis = np.reshape(imported["axis"], (4, 4)) if "axis" in imported else axis_matrix(AXIS_FORWARD, AXIS_UP)
     if not os.path.isfile(source):
         raise OSError(f"{armature_obj.name}: its model file {source!r} is needed for the animation table")
     model = _read(source, tmd)
@@ -399,7 +407,6 @@ class EXPORT_SCENE_OT_toshi_tmd(bpy.types.Operator, FileExporter):
         draw_transform(layout, self, "RETRO_toshi_export_transform")
 
 
-@orientation_helper(axis_forward=AXIS_FORWARD, axis_up=AXIS_UP)
 class RETRO_MODELS_OT_toshi_load_tkl(bpy.types.Operator, ImportHelper):
     """Replace the active model's animations with its animation table read against another keyframe library"""
 
@@ -422,8 +429,7 @@ class RETRO_MODELS_OT_toshi_load_tkl(bpy.types.Operator, ImportHelper):
 
         try:
             with rollback_on_error():
-                count, warnings = load_library(context, context.active_object, self.filepath,
-                                               axis_matrix_from(self))
+                count, warnings = load_library(context, context.active_object, self.filepath)
         except (FormatError, OSError) as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}

@@ -174,3 +174,25 @@ def test_switching_animations_starts_from_the_rest_pose(empty_scene, demo_dir):
     assert still and len(still) < len(armature.pose.bones)
     for bone in still:
         assert np.allclose(np.array(bone.matrix_basis), np.eye(4), atol=1e-6), bone.name
+
+
+def test_reloading_a_library_uses_the_import_axis(empty_scene, demo_dir):
+    from retro_models.operators.blender.compat import action_fcurves
+
+    bpy.ops.import_scene.toshi_tmd(filepath=str(demo_dir / "demo.tmd"), axis_forward="-Z", axis_up="Y")
+    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    bpy.context.view_layer.objects.active = armature
+
+    def keys():
+        return {
+            (a.name, fc.data_path, fc.array_index): [tuple(k.co) for k in fc.keyframe_points]
+            for a in bpy.data.actions
+            for fc in action_fcurves(a)
+        }
+
+    before = keys()
+    assert bpy.ops.retro_models.toshi_load_tkl(filepath=str(demo_dir / "demo.tkl")) == {"FINISHED"}
+    after = keys()
+    assert after.keys() == before.keys()
+    for curve, points in before.items():
+        np.testing.assert_allclose(after[curve], points, atol=1e-6, err_msg=str(curve))
