@@ -11,7 +11,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-OPERATOR_TYPES = ("IMPORT_SCENE_OT_toshi_tmd", "EXPORT_SCENE_OT_toshi_tmd")
+# Every operator the add-on registers, by its Python type name.
+OPERATOR_TYPES = (
+    "IMPORT_SCENE_OT_toshi_tmd",
+    "EXPORT_SCENE_OT_toshi_tmd",
+    "RETRO_MODELS_OT_toshi_load_tkl",
+    "IMPORT_SCENE_OT_tamsoft_tmd0",
+    "EXPORT_SCENE_OT_tamsoft_tmd0",
+    "IMPORT_SCENE_OT_j3d_animation",
+    "IMPORT_SCENE_OT_tertius_tmrf",
+    "EXPORT_SCENE_OT_tertius_tmrf",
+    "IMPORT_SCENE_OT_ttyd_model",
+    "EXPORT_SCENE_OT_ttyd_model",
+    "RETRO_MODELS_OT_use_animation",
+)
 
 
 def _run_blender_script(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
