@@ -22,7 +22,7 @@ from .container import (
     SectionBuilder,
     block_reader,
     check_tracks,
-    read_container,
+    read_animation,
     read_gaps,
     write_container,
 )
@@ -74,11 +74,8 @@ class BCK:
 
 
 def read(data: bytes, filename: str = "<bytes>") -> BCK:
-    container = read_container(data, filename, ANIMATION_MAGIC, (KIND,))
-    section = container.section(b"ANK1", filename)
+    container, section, r = read_animation(data, filename, KIND, b"ANK1")
     base = section.offset
-    r = Reader(data, ">", filename, base, base + len(section.data))
-    r.seek(base + 8)
     loop_mode, frac, length, joints = r.unpack("BBhH", "ANK1 header")
     counts = r.unpack("HHH", "ANK1 bank counts")
     offsets = r.unpack("IIII", "ANK1 block offsets")

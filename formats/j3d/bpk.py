@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..binary import Reader, Writer
+from ..binary import Writer
 from .container import (
     ANIMATION_MAGIC,
     TRACK_DTYPE,
@@ -19,7 +19,7 @@ from .container import (
     block_reader,
     check_tracks,
     identity_remap,
-    read_container,
+    read_animation,
     read_gaps,
     read_names,
     write_container,
@@ -46,11 +46,8 @@ class BPK:
 
 
 def read(data: bytes, filename: str = "<bytes>") -> BPK:
-    container = read_container(data, filename, ANIMATION_MAGIC, (KIND,))
-    section = container.section(b"PAK1", filename)
+    container, section, r = read_animation(data, filename, KIND, b"PAK1")
     base = section.offset
-    r = Reader(data, ">", filename, base, base + len(section.data))
-    r.seek(base + 8)
     loop_mode = r.u8("PAK1 loop mode")
     unused = r.bytes(3, "PAK1 header")
     length, count = r.unpack("hH", "PAK1 length and count")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..binary import Reader, Writer
+from ..binary import Writer
 from .container import (
     ANIMATION_MAGIC,
     TRACK_DTYPE,
@@ -21,7 +21,7 @@ from .container import (
     block_reader,
     check_tracks,
     identity_remap,
-    read_container,
+    read_animation,
     read_gaps,
     read_names,
     write_container,
@@ -71,11 +71,8 @@ def color_entries(slots, tracks: np.ndarray) -> np.ndarray:
 
 
 def read(data: bytes, filename: str = "<bytes>") -> BRK:
-    container = read_container(data, filename, ANIMATION_MAGIC, (KIND,))
-    section = container.section(b"TRK1", filename)
+    container, section, r = read_animation(data, filename, KIND, b"TRK1")
     base = section.offset
-    r = Reader(data, ">", filename, base, base + len(section.data))
-    r.seek(base + 8)
     loop_mode, unused_frac, length, register_count, konst_count = r.unpack("BBhHH", "TRK1 header")
     counts = r.unpack("8H", "TRK1 bank counts")
     tables = r.unpack("2I", "TRK1 table offsets")

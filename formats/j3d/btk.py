@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..binary import Reader, Writer
+from ..binary import Writer
 from .container import (
     ANIMATION_MAGIC,
     TRACK_DTYPE,
@@ -21,7 +21,7 @@ from .container import (
     block_reader,
     check_tracks,
     identity_remap,
-    read_container,
+    read_animation,
     read_gaps,
     read_names,
     write_container,
@@ -62,11 +62,8 @@ class BTK:
 
 
 def read(data: bytes, filename: str = "<bytes>") -> BTK:
-    container = read_container(data, filename, ANIMATION_MAGIC, (KIND,))
-    section = container.section(b"TTK1", filename)
+    container, section, r = read_animation(data, filename, KIND, b"TTK1")
     base = section.offset
-    r = Reader(data, ">", filename, base, base + len(section.data))
-    r.seek(base + 8)
     loop_mode, frac, length, track_count = r.unpack("BBhH", "TTK1 header")
     if track_count % 3:
         raise r.error(f"TTK1 track count {track_count} expected to be a multiple of 3", base + 0x0C)

@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..binary import Reader, Writer
+from ..binary import Writer
 from .container import (
     ANIMATION_MAGIC,
     Framing,
     SectionBuilder,
     block_reader,
     identity_remap,
-    read_container,
+    read_animation,
     read_gaps,
     read_names,
     write_container,
@@ -51,11 +51,8 @@ def pattern_entries(counts, firsts, slots) -> np.ndarray:
 
 
 def read(data: bytes, filename: str = "<bytes>") -> BTP:
-    container = read_container(data, filename, ANIMATION_MAGIC, (KIND,))
-    section = container.section(b"TPT1", filename)
+    container, section, r = read_animation(data, filename, KIND, b"TPT1")
     base = section.offset
-    r = Reader(data, ">", filename, base, base + len(section.data))
-    r.seek(base + 8)
     loop_mode, unused_frac, length, count, index_count = r.unpack("BBhHH", "TPT1 header")
     offsets = r.unpack("4I", "TPT1 block offsets")
     names, names_size = read_names(r, base + offsets[3], "TPT1 name table")
