@@ -22,6 +22,8 @@ EXTENSIONS = (".tmd", ".cat")
 # Import collection extras: the file the model came from, and its CAT without the model payload.
 SOURCE_FILE = "source_file"
 CONTAINER = "cat"
+# ... and its texture CAT without the texture payloads (those travel on the images).
+TEXTURE_CONTAINER = "texture_cat"
 TOSHI_MAGIC = b"TMDL"  # JPOG models share the .tmd extension
 
 
@@ -70,6 +72,27 @@ def container_bytes(stored: dict, model_bytes: bytes) -> bytes:
     return cat.write(cat.replace_payload(container, index, model_bytes))
 
 
+def _stored_texture_container(package: cat.Package) -> dict:
+    """The texture CAT minus the payloads of the model's textures (each image keeps its own)."""
+    container = package.texture_cat
+    count = min(len(container.payloads), len(package.model.textures))
+    return {
+        "endian": container.endian,
+        "header_size": container.header_size,
+        "name_block": container.name_block.hex(),
+        "texture_count": count,
+        "other_payloads": [base64.b64encode(p).decode("ascii") for p in container.payloads[count:]],
+    }
+
+
+def texture_container_bytes(stored: dict, images) -> tuple[bytes, list[str]]:
+    """The stored texture CAT with its textures taken from ``images`` (the exported model's), and warnings."""
+    payloads, warnings = convert.texture_payloads(images, stored["texture_count"])
+    payloads += [base64.b64decode(p) for p in stored["other_payloads"]]
+    container = cat.CAT(stored["endian"], stored["header_size"], bytes.fromhex(stored["name_block"]), payloads)
+    return cat.write(container), warnings
+
+
 def load_tamsoft(path: str, *, names_file: str = "", axis=None) -> Scene:
     """Read a bare tmd0 or a model CAT (with the texture CAT next to it) into a Scene.
 
@@ -94,6 +117,8 @@ def load_tamsoft(path: str, *, names_file: str = "", axis=None) -> Scene:
     scene.extras[SOURCE_FILE] = path
     if package.cat is not None:
         scene.extras[CONTAINER] = _stored_container(package)
+    if package.texture_cat is not None:
+        scene.extras[TEXTURE_CONTAINER] = _stored_texture_container(package)
     return scene
 
 
@@ -122,22 +147,33 @@ def export_objects(context) -> tuple[bpy.types.Object | None, list[bpy.types.Obj
     return armature, sorted(set(meshes), key=lambda o: o.name)
 
 
-def save_tamsoft(context, path: str, armature_obj, mesh_objs, *, axis=None) -> list[str]:
+def save_tamsoft(context, path: str, armature_obj, mesh_objs, *, axis=None) -> tuple[list[str], list[str]]:
     """Write the model at ``path``: a bare tmd0, or (for a ``.cat`` path) the CAT it was imported from
-    with the model replaced. Returns the warnings; writes nothing on error."""
+    with the model replaced, and the texture CAT next to it (``_mdl_`` → ``_tex_``) with the images.
+    Returns the written paths and the warnings; writes nothing on error."""
     from .blender.extract import extract_scene
 
     scene = extract_scene(context, armature_obj, mesh_objs)
     model_bytes = tmd0.write(convert.from_scene(scene, axis=axis))
-    if os.path.splitext(path)[1].lower() == ".cat":
-        stored = scene.extras.get(CONTAINER)
-        if stored is None:
-            raise convert.TamsoftExportError("the model was not imported from a CAT: export it as .tmd")
-        data = container_bytes(stored, model_bytes)
-    else:
-        data = model_bytes
-    write_files({path: data})
-    return scene.warnings
+    if os.path.splitext(path)[1].lower() != ".cat":
+        write_files({path: model_bytes})  # a bare tmd0 has no texture container
+        return [path], scene.warnings
+    stored = scene.extras.get(CONTAINER)
+    if stored is None:
+        raise convert.TamsoftExportError("the model was not imported from a CAT: export it as .tmd")
+    files = {path: container_bytes(stored, model_bytes)}
+    stored_textures = scene.extras.get(TEXTURE_CONTAINER)
+    if stored_textures is not None:
+        texture_path = cat.texture_cat_name(Path(path))
+        if texture_path is None:
+            scene.warnings.append(
+                f"{os.path.basename(path)} has no _mdl_ in its name: its texture CAT was not written"
+            )
+        else:
+            files[str(texture_path)], warnings = texture_container_bytes(stored_textures, scene.images)
+            scene.warnings.extend(warnings)
+    write_files(files)
+    return list(files), scene.warnings
 
 
 def _source_of(context) -> str:
@@ -222,13 +258,13 @@ class EXPORT_SCENE_OT_tamsoft_tmd0(bpy.types.Operator, FileExporter):
         if os.path.splitext(path)[1].lower() not in EXTENSIONS:
             path += self.filename_ext
         armature, meshes = export_objects(context)
-        return [path], save_tamsoft(context, path, armature, meshes, axis=axis_matrix_from(self))
+        return save_tamsoft(context, path, armature, meshes, axis=axis_matrix_from(self))
 
     def draw(self, context):
         layout = self.layout
         layout.use_property_split = True
         layout.use_property_decorate = False
-        layout.label(text="A .cat name writes the model into its CAT", icon="INFO")
+        layout.label(text="A .cat name writes the model and texture CATs", icon="INFO")
         draw_transform(layout, self, "RETRO_tamsoft_export_transform")
 
 

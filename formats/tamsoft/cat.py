@@ -103,16 +103,21 @@ def replace_payload(cat: CAT, index: int, data: bytes) -> CAT:
     return CAT(cat.endian, cat.header_size, cat.name_block, payloads)
 
 
-def texture_cat_path(model_path: Path) -> Path | None:
-    """The texture CAT next to a model CAT (``_mdl_`` → ``_tex_``), when it exists."""
+def texture_cat_name(model_path: Path) -> Path | None:
+    """Where the texture CAT of a model CAT is (``_mdl_`` → ``_tex_``); None when the name has no ``_mdl_``."""
     name = model_path.name
     at = name.lower().rfind("_mdl_")
     if at < 0:
         return None
-    candidate = model_path.with_name(
+    return model_path.with_name(
         name[:at] + name[at : at + 5].replace("mdl", "tex").replace("MDL", "TEX") + name[at + 5 :]
     )
-    return candidate if candidate.exists() else None
+
+
+def texture_cat_path(model_path: Path) -> Path | None:
+    """The texture CAT next to a model CAT, when it exists."""
+    candidate = texture_cat_name(model_path)
+    return candidate if candidate is not None and candidate.exists() else None
 
 
 def textures(cat: CAT) -> list[tuple[str, bytes]]:
@@ -133,6 +138,7 @@ class Package:
     textures: list[tuple[str, bytes]] | None
     cat: CAT | None = None  # the model CAT, to write an edited model back into
     index: int = 0  # the model's payload in ``cat``
+    texture_cat: CAT | None = None  # the texture CAT, to write edited textures back into
     warnings: list[str] = field(default_factory=list)
 
 
@@ -149,7 +155,8 @@ def open_model(path: Path) -> Package:
     package = Package(tmd0.read(container.payloads[index], str(path)), name, None, container, index)
     texture_path = texture_cat_path(path)
     if texture_path is not None:
-        package.textures = textures(read(texture_path.read_bytes(), str(texture_path)))
+        package.texture_cat = read(texture_path.read_bytes(), str(texture_path))
+        package.textures = textures(package.texture_cat)
     elif len(package.model.textures):
         package.warnings.append(f"no texture CAT next to {path.name}: textures are left empty")
     return package

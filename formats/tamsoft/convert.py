@@ -26,6 +26,10 @@ original skin bytes of unchanged vertices. Otherwise it rebuilds: faces sorted
 by material, batches of at most 32 bones, vertices duplicated where batches
 with different palettes share them, at most 65535 faces per polygroup.
 
+Textures (``texture_payloads``) go back into the texture CAT in the model's
+texture order: unchanged ones as read, edited DDS ones encoded again in their
+layout (or A8R8G8B8 with a warning); an edited GXT is refused.
+
 Axis: the file is Y-up; the default conversion is ``axis_matrix("-Z", "Y")``.
 """
 
@@ -36,8 +40,8 @@ import numpy as np
 from ..binary import ExportError, FormatError
 from ..scene import Image, Layer, Material, Mesh, Scene, Skeleton, TextureSlot, axis_matrix
 from ..textures import dds
+from . import cat, tmd0
 from . import names as bone_names
-from . import tmd0
 from .tmd0 import OP_DRAW, OP_END, OP_MATERIAL, OP_RIG
 
 DEFAULT_AXIS = axis_matrix("-Z", "Y")
@@ -54,6 +58,9 @@ MAX_OPERATION_VALUE = 0xFF
 INFLUENCES = 4
 NEW_TEXTURE_FLAGS = 0x00FF
 KEY = "tamsoft"
+DDS_ENCODING = "dds_encoding"  # image extras: the dds.encode format of the payload's layout
+DDS_MIPS = "dds_mips"
+A8R8G8B8_MASKS = (0x00FF0000, 0x0000FF00, 0x000000FF, 0xFF000000)
 
 
 class TamsoftExportError(ExportError):
@@ -253,6 +260,9 @@ def _images(model: tmd0.TMD0, textures, warnings: list[str]) -> list[Image]:
             texture = dds.read(payload, image_name)
             image.pixels, image.source_format = texture.decode(), texture.format
             image.source_bytes = payload
+            # How an edit is written back: the project's encoder for this layout ("" for none).
+            image.extras[DDS_ENCODING] = _dds_encoding(texture)
+            image.extras[DDS_MIPS] = texture.mip_count
         elif payload:
             image.source_format = payload[:4].rstrip(b"\0").decode("ascii", errors="replace")
             image.source_bytes = payload
@@ -263,6 +273,59 @@ def _images(model: tmd0.TMD0, textures, warnings: list[str]) -> list[Image]:
     if undecoded:
         warnings.append(f"textures left as empty images (format not decodable yet): {', '.join(undecoded)}")
     return images
+
+
+def _dds_encoding(texture: dds.DDSImage) -> str:
+    """The ``dds.encode`` format that writes the texture's layout again ("" when none does)."""
+    if len(texture.header) != 4 + dds.HEADER_SIZE:  # a DX10 header: encode writes the legacy one
+        return ""
+    if texture.format in dds.BLOCK_BYTES:
+        return texture.format
+    if texture.format == "RGBA" and texture.bit_count == 32 and texture.masks == A8R8G8B8_MASKS:
+        return "A8R8G8B8"
+    return ""
+
+
+def texture_payloads(images: list[Image], count: int) -> tuple[list[bytes], list[str]]:
+    """The first ``count`` payloads of a texture CAT from the scene's images (same order as the model's
+    texture list), and warnings. Unchanged textures keep their bytes; edited DDS textures are encoded
+    again in their format (else as uncompressed DDS, with a warning); an edit the CAT cannot hold raises.
+    """
+    if len(images) < count:
+        raise TamsoftExportError(
+            f"the texture CAT holds {count} textures but the model has {len(images)} images: "
+            "an imported texture is missing (deleted?); export as .tmd"
+        )
+    for image in images[count:]:
+        if image.pixels is not None:
+            raise TamsoftExportError(
+                f"image {image.name!r} has no place in the texture CAT ({count} textures): "
+                "replace the pixels of an imported texture instead, or export as .tmd"
+            )
+    payloads, warnings = [], []
+    for image in images[:count]:
+        if image.source_bytes is not None:
+            payloads.append(bytes(image.source_bytes))
+            continue
+        if image.pixels is None:  # a placeholder for an empty payload, left alone
+            payloads.append(b"")
+            continue
+        encoding = image.extras.get(DDS_ENCODING, "")
+        if DDS_ENCODING not in image.extras and image.source_format:
+            raise TamsoftExportError(
+                f"image {image.name!r} was edited but its {image.source_format} texture cannot be "
+                "encoded: undo the edit, or export as .tmd"
+            )
+        if encoding:
+            data = dds.encode(image.pixels, encoding)
+            if image.extras.get(DDS_MIPS, 1) > 1:
+                warnings.append(f"texture {image.name!r} was written as {encoding} without its mip levels")
+        else:
+            data = dds.encode(image.pixels, "A8R8G8B8")
+            was = image.source_format or "no data"
+            warnings.append(f"texture {image.name!r} ({was}) was written as an uncompressed DDS")
+        payloads.append(data + bytes(-len(data) % cat.ALIGN))  # as cat.replace_payload pads
+    return payloads, warnings
 
 
 def _material(model: tmd0.TMD0, index: int) -> Material:

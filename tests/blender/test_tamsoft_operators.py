@@ -277,3 +277,93 @@ def test_file_handlers_both_claim_tmd(addon):
     # Blender shows a menu to pick the importer when several handlers accept a dropped file.
     assert set(tamsoft.bl_file_extensions.split(";")) == {".tmd", ".cat"}
     assert ".tmd" in toshi.bl_file_extensions.split(";")
+
+
+# -- the texture CAT --------------------------------------------------------------
+
+TEXTURE_LINES = ["DDS,pkg,skin", "DDS,pkg,normal", "DDS,pkg,spec", "GXT,pkg,ramp"]
+
+
+def blocky(width: int, height: int, seed: int) -> np.ndarray:
+    """RGBA pixels of one random colour per 4×4 block (DXT keeps those within its colour precision)."""
+    colours = np.random.default_rng(seed).integers(0, 256, (height // 4, width // 4, 4), dtype=np.uint8)
+    return np.repeat(np.repeat(colours, 4, axis=0), 4, axis=1)
+
+
+def textured_package(folder: Path) -> tuple[bytes, bytes]:
+    """m_mdl_00.cat (the fixture model with four textures used by its material) and m_tex_00.cat:
+    A8R8G8B8, DXT1 and DXT5 DDS (encoded by the project) and a GXT. Returns both files' bytes."""
+    from retro_models.formats.tamsoft import tmd0
+    from retro_models.formats.textures import dds
+
+    payloads = [
+        dds_rgba(4, 4),
+        dds.encode(blocky(8, 8, 1), "DXT1") + b"\0" * 3,  # odd-sized: the next payload is unaligned
+        dds.encode(blocky(8, 4, 2), "DXT5"),
+        b"GXT\0" + bytes(12),
+    ]
+    model = tmd0.read(tmd0_bytes())
+    model.textures = np.concatenate([model.textures] * 4)
+    model.textures["index"] = np.arange(4)
+    model.textures["width"][:3], model.textures["height"][:3] = [4, 8, 8], [4, 8, 4]
+    model.materials["slots"]["texture"][0, 1:4] = [1, 2, 3]
+    model_cat = cat_bytes([tmd0.write(model)], ["TMD_TOON,pkg,m"])
+    texture_cat = cat_bytes(payloads, TEXTURE_LINES)
+    (folder / "m_mdl_00.cat").write_bytes(model_cat)
+    (folder / "m_tex_00.cat").write_bytes(texture_cat)
+    return model_cat, texture_cat
+
+
+def paint(image: bpy.types.Image, pixels: np.ndarray) -> None:
+    """Set (H, W, 4) uint8 pixels, top row first, as a user's edit would."""
+    flat = np.ascontiguousarray(pixels[::-1], np.float32).reshape(-1) / np.float32(255)
+    image.pixels.foreach_set(flat)
+
+
+def test_texture_cat_is_written_back_unchanged(empty_scene, tmp_path):
+    model_cat, texture_cat = textured_package(tmp_path)
+    import_model(tmp_path / "m_mdl_00.cat")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert export_model(out / "m_mdl_00.cat") == model_cat
+    assert (out / "m_tex_00.cat").read_bytes() == texture_cat
+
+
+def test_edited_textures_go_back_into_the_texture_cat(empty_scene, tmp_path):
+    from retro_models.formats.tamsoft import cat
+    from retro_models.formats.textures import dds
+
+    _, texture_cat = textured_package(tmp_path)
+    import_model(tmp_path / "m_mdl_00.cat")
+    skin, spec = blocky(4, 4, 3), blocky(8, 4, 4)
+    paint(bpy.data.images["skin"], skin)
+    paint(bpy.data.images["spec"], spec)
+    out = tmp_path / "out"
+    out.mkdir()
+    export_model(out / "m_mdl_00.cat")
+    original = cat.read(texture_cat)
+    written = cat.read((out / "m_tex_00.cat").read_bytes())
+    assert written.name_block == original.name_block and written.names() == ["skin", "normal", "spec", "ramp"]
+    assert written.payloads[1] == original.payloads[1] and written.payloads[3] == original.payloads[3]
+    skin_dds, spec_dds = dds.read(written.payloads[0]), dds.read(written.payloads[2])
+    assert skin_dds.format == "RGBA" and np.array_equal(skin_dds.decode(), skin)  # lossless
+    assert spec_dds.format == "DXT5"
+    decoded = spec_dds.decode()
+    assert np.array_equal(decoded[..., 3], spec[..., 3])  # one alpha per block: exact
+    # RGB565 endpoints: at most half a 5-bit step (4) off per channel.
+    assert np.abs(decoded[..., :3].astype(int) - spec[..., :3]).max() <= 4
+
+
+def test_edited_gxt_texture_is_refused_and_nothing_written(empty_scene, tmp_path):
+    textured_package(tmp_path)
+    import_model(tmp_path / "m_mdl_00.cat")
+    ramp = bpy.data.images["ramp"]
+    paint(ramp, np.zeros((ramp.size[1], ramp.size[0], 4), np.uint8))
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(RuntimeError, match="'ramp'.*GXT"):
+        bpy.ops.export_scene.tamsoft_tmd0(filepath=str(out / "m_mdl_00.cat"))
+    assert list(out.iterdir()) == []
+    # A bare tmd0 has no texture container: it exports as before.
+    assert bpy.ops.export_scene.tamsoft_tmd0(filepath=str(out / "m.tmd")) == {"FINISHED"}
+    assert [p.name for p in out.iterdir()] == ["m.tmd"]

@@ -320,3 +320,49 @@ def test_from_scratch_palettes_split_at_32_bones():
 def test_inspect_model():
     text = inspect.summarize(tmd0_bytes(">", False), "m.tmd")
     assert "big-endian" in text and "separate streams" in text and f"0x{crc_name_hash('root'):08X}" in text
+
+
+def rgb24_dds(width: int, height: int) -> bytes:
+    """A 24-bit R8G8B8 DDS: a layout the project reads but does not write."""
+    header = struct.pack("<4s7I44x", b"DDS ", 124, 0x100F, height, width, width * 3, 0, 1)
+    pixel_format = struct.pack("<2I4s5I", 32, 0x40, b"\0" * 4, 24, 0xFF0000, 0xFF00, 0xFF, 0)
+    return header + pixel_format + struct.pack("<5I", 0x1000, 0, 0, 0, 0) + bytes(range(width * height * 3))
+
+
+def textured_scene(payloads: list[bytes]):
+    model = tmd0.read(tmd0_bytes())
+    model.textures = np.concatenate([model.textures] * len(payloads))
+    return convert.to_scene(model, [(f"t{i}", p) for i, p in enumerate(payloads)])
+
+
+def test_texture_payloads_keep_unchanged_and_encode_edited():
+    from retro_models.formats.textures import dds
+
+    payloads = [rgb24_dds(4, 4), dds.encode(np.full((4, 4, 4), 9, np.uint8), "DXT1"), b"GXT\0" + bytes(12)]
+    images = textured_scene(payloads).images
+    assert convert.texture_payloads(images, 3) == (payloads, [])
+    edited = np.arange(64, dtype=np.uint8).reshape(4, 4, 4)
+    for image in images[:2]:
+        image.pixels, image.source_bytes = edited, None
+    written, warnings = convert.texture_payloads(images, 3)
+    assert warnings == ["texture 't0' (RGB) was written as an uncompressed DDS"]
+    assert np.array_equal(dds.read(written[0]).decode(), edited)  # RGB24 → A8R8G8B8 keeps alpha too
+    assert dds.read(written[1]).format == "DXT1" and len(written[1]) % 16 == 0
+    assert written[2] == payloads[2]
+
+
+def test_texture_payloads_refuse_what_the_cat_cannot_hold():
+    images = textured_scene([b"GXT\0" + bytes(12), b"GXT\0" + bytes(12)]).images
+    with pytest.raises(convert.TamsoftExportError, match="2 images.*missing"):
+        convert.texture_payloads(images, 3)
+    images[1].pixels, images[1].source_bytes = np.zeros((2, 2, 4), np.uint8), None
+    with pytest.raises(convert.TamsoftExportError, match="'t1' was edited but its GXT"):
+        convert.texture_payloads(images, 2)
+    with pytest.raises(convert.TamsoftExportError, match="'t1' has no place in the texture CAT"):
+        convert.texture_payloads(images, 1)
+
+
+def test_texture_cat_name_follows_the_model_name(tmp_path):
+    assert cat.texture_cat_name(tmp_path / "asuka_MDL_00.cat") == tmp_path / "asuka_TEX_00.cat"
+    assert cat.texture_cat_name(tmp_path / "out.cat") is None
+    assert cat.texture_cat_path(tmp_path / "asuka_mdl_00.cat") is None  # not there
