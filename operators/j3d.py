@@ -5,6 +5,10 @@
 - BTK, BRK, BPK, BTP: actions on the node trees of the selected objects' materials,
   matched by material name as the game matches them (every material when nothing is selected).
 - BMT: the set's materials replace those of the same name (their users switch), the others are new.
+
+Export writes one animation back: the active armature's action as .bck (joints in the armature's
+joint order), the active material's node-tree action as .btk .brk .bpk .btp; the extension chosen
+says which. Unedited animations come back byte for byte.
 """
 
 from __future__ import annotations
@@ -13,12 +17,12 @@ import os
 
 import bpy
 import numpy as np
-from bpy.props import BoolProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, StringProperty
 
-from ..formats.binary import FormatError
+from ..formats.binary import ExportError, FormatError
 from ..formats.j3d import bck, bmt, bpk, brk, btk, btp, convert, material_set
-from ..formats.scene import Scene
-from .common import FileImporter
+from ..formats.scene import Animation, Channel, Scene, Skeleton, quat_to_matrix
+from .common import FileExporter, FileImporter, write_files
 
 READERS = {".bck": bck, ".btk": btk, ".brk": brk, ".bpk": bpk, ".btp": btp}
 EXTENSIONS = (*READERS, ".bmt")
@@ -275,13 +279,197 @@ class IMPORT_SCENE_OT_j3d_animation(bpy.types.Operator, FileImporter):
             body.prop(self, "textures_file")
 
 
-classes = (IMPORT_SCENE_OT_j3d_animation,)
+# -- export -----------------------------------------------------------------------------------
+
+PLAYING = "PLAYING"
+_animation_items_alive: list = []  # Blender reads enum item strings after the callback returns
+
+
+def _animation_items(self, context):
+    """The J3D animations applied to the active armature and its active material, after "the one playing"."""
+    from .animation import group_actions
+    from .blender import props
+
+    items = [(PLAYING, "Playing", "The armature's action for .bck, the active material's for the others")]
+    obj = context.active_object if context else None
+    owners = []
+    if obj is not None and obj.type == "ARMATURE":
+        owners.append(obj.data)
+    if obj is not None and obj.active_material is not None:
+        owners.append(obj.active_material)
+    for owner in owners:
+        for group in props.to_python(owner.get(props.ANIMATIONS, [])):
+            primary = _primary(group_actions(group))
+            if primary is not None:
+                kind = props.get_extras(primary).get("j3d_type", "")
+                items.append((group, f"{primary.name} ({kind.upper()})" if kind else primary.name, ""))
+    _animation_items_alive[:] = items
+    return items
+
+
+def _primary(actions):
+    """The action of a group that holds the animation's name, range and extras."""
+    from .blender import props
+
+    return next((a for a in actions if props.to_python(a[props.ANIMATION]).get("primary")), None)
+
+
+def _playing(id_data):
+    return id_data.animation_data.action if id_data is not None and id_data.animation_data else None
+
+
+def export_action(context, kind: str, group: str = PLAYING):
+    """(armature or None, action) to export as ``kind``: the chosen group's, else the one playing on the
+    active armature (BCK) or on the active object's active material (the others)."""
+    from .animation import group_actions
+    from .blender import props
+
+    armature = target_armature(context) if kind == "bck" else None
+    if kind == "bck" and armature is None:
+        raise ExportError("select the armature whose animation to export as .bck")
+    if group != PLAYING:
+        action = _primary(group_actions(group))
+        if action is None:
+            raise ExportError(f"the animation {group!r} has no actions left")
+        return armature, action
+    if kind == "bck":
+        owner, action = f"armature {armature.name!r}", _playing(armature)
+    else:
+        obj = context.active_object
+        material = obj.active_material if obj is not None else None
+        if material is None:
+            raise ExportError(f"select an object whose active material has the .{kind} animation")
+        owner, action = f"material {material.name!r}", _playing(material.node_tree)
+    if action is None:
+        raise ExportError(f"{owner} plays no action to export as .{kind}")
+    if props.ANIMATION in action:  # the group's first action holds its extras
+        action = _primary(group_actions(props.to_python(action[props.ANIMATION])["group"])) or action
+    return armature, action
+
+
+def quaternions_to_eulers(animation: Animation) -> None:
+    """Bone rotations keyed as quaternions (Blender's default) as the XYZ eulers a BCK keys, sampled at
+    every whole frame of their keyed range (rotation keys sit on whole frames in the file)."""
+    from .blender.curves import matrix_to_euler, sample
+
+    for channel in animation.channels:
+        if channel.target_kind != "bone" or channel.path != "rotation_quaternion":
+            continue
+        times = np.asarray(channel.times, np.float64)
+        frames = np.arange(np.rint(times[0]), np.rint(times[-1]) + 1)
+        quats = sample(times, channel.values, channel.interpolation, channel.handles_left, channel.handles_right,
+                       frames)
+        quats /= np.linalg.norm(quats, axis=1, keepdims=True)
+        channel.path, channel.times, channel.interpolation = "rotation_euler", frames, "LINEAR"
+        channel.values = matrix_to_euler(quat_to_matrix(quats))
+        channel.handles_left = channel.handles_right = None
+
+
+def hold_rest(animation: Animation, skeleton: Skeleton) -> None:
+    """Joint components the action does not key hold their rest: a BCK track without keys means
+    scale 1, rotation 0 and translation 0, not the model's rest."""
+    from .blender.curves import matrix_to_euler
+
+    local = skeleton.local_rest()
+    scales = np.linalg.norm(local[:, :3, :3], axis=1)
+    eulers = matrix_to_euler(local[:, :3, :3] / scales[:, None, :])
+    rests = {"scale": scales, "rotation_euler": (eulers + np.pi) % (2 * np.pi) - np.pi, "location": local[:, :3, 3]}
+    keyed = convert.ChannelIndex(animation.channels).by_key
+    for joint, name in enumerate(skeleton.bone_names):
+        for path, values in rests.items():
+            animation.channels += [
+                Channel("bone", name, path, np.zeros(1), np.array([[values[joint, axis]]]), "LINEAR", index=axis)
+                for axis in range(3)
+                if (name, path, axis) not in keyed
+            ]
+
+
+def set_playback(animation: Animation, action) -> None:
+    """Loop mode and length for the file: the imported ones while the action still loops as imported,
+    else from its Cycles modifiers (mirrored: ping-pong) or cyclic flag; J3D frames count from 0."""
+    from .blender import compat
+
+    cycles = [m for fc in compat.action_fcurves(action) for m in fc.modifiers if m.type == "CYCLES"]
+    looping = bool(cycles) or (action.use_frame_range and action.use_cyclic)
+    mirrored = bool(cycles) and all(m.mode_after == "MIRROR" for m in cycles)
+    stored = animation.extras.get("loop_mode")
+    if stored is None or (stored in (convert.LOOP_REPEAT, LOOP_MIRROR)) != looping or (
+        looping and (stored == LOOP_MIRROR) != mirrored
+    ):
+        animation.extras["loop_mode"] = (LOOP_MIRROR if mirrored else convert.LOOP_REPEAT) if looping else 0
+    animation.frame_start, animation.frame_end = 0.0, max(float(animation.frame_end), 0.0)
+    if animation.frame_end > 0x7FFF:
+        raise ExportError(f"action {action.name!r}: {animation.frame_end:g} frames, a J3D file holds at most 32767")
+
+
+def save_j3d(context, path: str, group: str = PLAYING) -> tuple[list[str], list[str]]:
+    """Write the chosen (or playing) animation as the J3D file ``path``'s extension names."""
+    from .blender.extract import extract_scene
+
+    extension = os.path.splitext(path)[1].lower()
+    if extension not in READERS:
+        raise ExportError(f"{os.path.basename(path)}: name the file .bck, .btk, .brk, .bpk or .btp (its kind)")
+    kind = extension[1:]
+    armature, action = export_action(context, kind, group)
+    scene = extract_scene(context, armature, [], actions=[action])
+    animation = scene.animations[0] if scene.animations else None
+    found = convert.animation_kind(animation) if animation is not None and animation.channels else None
+    if found is None:
+        raise ExportError(f"action {action.name!r} has no J3D channels to export as .{kind}")
+    if found != kind:
+        raise ExportError(f"action {action.name!r} is a {found.upper()} animation with no {kind.upper()} channels: "
+                          f"export it as .{found}")
+    set_playback(animation, action)
+    joint_names = None
+    if kind == "bck":
+        quaternions_to_eulers(animation)
+        hold_rest(animation, scene.skeletons[0])
+        joint_names = scene.skeletons[0].bone_names
+    elif kind == "btk":
+        to_blender_uv(scene)  # its own inverse: back to the GameCube's V-down UV space
+    try:
+        data = READERS[extension].write(convert.from_scene(scene, joint_names=joint_names))
+    except ValueError as e:
+        raise ExportError(f"action {action.name!r}: {e}") from e
+    write_files({path: data})
+    return [path], scene.warnings
+
+
+class EXPORT_SCENE_OT_j3d_animation(bpy.types.Operator, FileExporter):
+    """Export a J3D animation: the active armature's action as .bck, the active material's as .btk .brk .bpk
+    .btp (the file extension chooses)"""
+
+    bl_idname = "export_scene.j3d_animation"
+    bl_label = "Export J3D Animation"
+    bl_options = {"REGISTER", "PRESET"}
+
+    filename_ext = ".bck"
+    check_extension = None  # the extension the user types chooses the kind: keep it
+    filter_glob: StringProperty(default=";".join(f"*{e}" for e in READERS), options={"HIDDEN"})
+
+    animation: EnumProperty(
+        name="Animation",
+        description="The J3D animation applied to the active armature or material to export",
+        items=_animation_items,
+    )
+
+    def save(self, context):
+        return save_j3d(context, self.filepath, self.animation)
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        layout.prop(self, "animation")
+
+
+classes = (IMPORT_SCENE_OT_j3d_animation, EXPORT_SCENE_OT_j3d_animation)
 IMPORTERS = {".bmt": load_j3d}
 IMPORT_MENU = (
     (IMPORT_SCENE_OT_j3d_animation.bl_idname, "J3D animation / material set (.bck .btk .brk .btp .bpk .bmt)"),
 )
-EXPORT_MENU = ()
+EXPORT_MENU = ((EXPORT_SCENE_OT_j3d_animation.bl_idname, "J3D animation (.bck .btk .brk .bpk .btp)"),)
 FILE_HANDLERS = (
-    ("IO_FH_retro_j3d_animation", "J3D animation / material set", IMPORT_SCENE_OT_j3d_animation.bl_idname, "",
-     ";".join(EXTENSIONS)),
+    ("IO_FH_retro_j3d_animation", "J3D animation / material set", IMPORT_SCENE_OT_j3d_animation.bl_idname,
+     EXPORT_SCENE_OT_j3d_animation.bl_idname, ";".join(EXTENSIONS)),
 )

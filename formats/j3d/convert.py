@@ -354,13 +354,43 @@ def _bank_extras(bank: np.ndarray) -> list:
 
 
 class ChannelIndex:
-    """Channels of one animation by (target, path, index)."""
+    """Channels of one animation by (target, path, index).
+
+    A channel of several components without an index (an action made in Blender keys whole
+    vectors) is found under each component, as the one-component channel a track needs.
+    """
 
     def __init__(self, channels: list[Channel]):
-        self.by_key = {(c.target, c.path, c.index): c for c in channels}
+        self.by_key = {}
+        for channel in channels:
+            values = np.asarray(channel.values)
+            width = values.shape[1] if values.ndim == 2 else 1
+            if channel.index is None and width > 1:
+                for i in range(width):
+                    self.by_key[(channel.target, channel.path, i)] = _component(channel, i)
+            else:
+                self.by_key[(channel.target, channel.path, channel.index)] = channel
 
     def get(self, target: str, path: str, index: int | None) -> Channel | None:
         return self.by_key.get((target, path, index))
+
+
+def _component(channel: Channel, i: int) -> Channel:
+    """Component ``i`` of a whole-vector channel."""
+    handles = [
+        None if h is None else np.asarray(h)[:, i : i + 1] for h in (channel.handles_left, channel.handles_right)
+    ]
+    return Channel(
+        channel.target_kind,
+        channel.target,
+        channel.path,
+        channel.times,
+        np.asarray(channel.values)[:, i : i + 1],
+        channel.interpolation,
+        *handles,
+        channel.extras,
+        index=i,
+    )
 
 
 # -- BCK and BTK (scale, rotation, translation) ------------------------------------------

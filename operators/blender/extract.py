@@ -758,6 +758,10 @@ def _relative_channel(channel: Channel, pose_path: str, maps, meta: dict) -> Cha
     if meta.get("baked") == "rotation_euler" or (
         pose_path == "rotation_euler" and pose_path not in bone.maps
     ):
+        if meta.get("baked") != "rotation_euler":  # Euler keys of a rotated rest: convert every frame
+            frames = bake_frames(channel.times)
+            values = sample(channel.times, values, channel.interpolation, left, right, frames)
+            channel.times = frames
         basis = quat_to_matrix(values) if pose_path == "rotation_quaternion" else euler_to_matrix(values)
         channel.path = "rotation_euler"
         channel.values = matrix_to_euler(bone.relative_rotation(basis))

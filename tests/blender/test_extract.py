@@ -283,3 +283,35 @@ def test_bezier_bone_channels_round_trip(empty_scene):
     result, got = build_and_extract(scene)
     assert result.baked == []
     assert_scenes_equal(got, scene)
+
+
+def test_euler_keys_on_a_rotated_rest_follow_the_curve_between_keys(empty_scene):
+    """Euler keys made in Blender on a bone whose rest is rotated come back as the curve Blender plays."""
+    context = bpy.context
+    armature = bpy.data.objects.new("rig", bpy.data.armatures.new("rig"))
+    context.scene.collection.objects.link(armature)
+    context.view_layer.objects.active = armature
+    bpy.ops.object.mode_set(mode="EDIT")
+    bone = armature.data.edit_bones.new("tilted")
+    bone.head, bone.tail, bone.roll = (0, 0, 0), (0.3, 0.2, 1.0), 0.4
+    bpy.ops.object.mode_set(mode="OBJECT")
+    pose_bone = armature.pose.bones["tilted"]
+    pose_bone.rotation_mode = "XYZ"
+    for frame, angles in ((1, (0.0, 0.0, 0.0)), (11, (1.2, -0.5, 0.3))):
+        pose_bone.rotation_euler = angles
+        pose_bone.keyframe_insert("rotation_euler", frame=frame)  # Bézier, as users key
+    scene = extract_scene(context, armature, [])
+    (channel,) = [c for c in scene.animations[0].channels if c.path == "rotation_euler"]
+    rest = np.array(armature.data.bones["tilted"].matrix_local)[:3, :3]
+    for frame in (3, 6, 9):
+        context.scene.frame_set(frame)
+        played = rest @ np.array(pose_bone.matrix_basis)[:3, :3]
+        key = int(np.flatnonzero(np.isclose(channel.times, frame))[0])
+        got = euler_matrix(channel.values[key])
+        np.testing.assert_allclose(got, played, atol=1e-5, err_msg=f"frame {frame}")
+
+
+def euler_matrix(angles) -> np.ndarray:
+    from retro_models.operators.blender.curves import euler_to_matrix
+
+    return euler_to_matrix(np.asarray(angles, np.float64)[None])[0]
