@@ -35,6 +35,7 @@ test-oldest: $(VENV_OLDEST)/.stamp
 
 lint: $(VENV)/.stamp
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 validate: $(VENV)/.stamp
 	$(VENV)/bin/python tools/extension.py validate

@@ -73,9 +73,7 @@ class Reader:
     def need(self, size: int, what: str) -> None:
         """Raise unless ``size`` more bytes are available for ``what``."""
         if size < 0 or size > self.end - self.pos:
-            raise self.error(
-                f"expected {what} ({size} bytes) but only {max(self.remaining, 0)} bytes remain"
-            )
+            raise self.error(f"expected {what} ({size} bytes) but only {max(self.remaining, 0)} bytes remain")
 
     def check_count(self, count: int, item_size: int, what: str, limit: int | None = None) -> int:
         """Validate a count read from the file before anything is allocated from it."""

@@ -60,6 +60,22 @@ def axis_matrix_from(op) -> list:
     return np.array(axis_conversion(from_forward=op.axis_forward, from_up=op.axis_up).to_4x4())
 
 
+class SelectionError(OSError):
+    """The selection holds nothing a file applies to (an OSError: FileImporter reports it and rolls back)."""
+
+
+def target_armature(context):
+    """The active armature, else the first selected one, else the one the active mesh is bound to."""
+    active = context.active_object
+    candidates = [active, *context.selected_objects]
+    armature = next((o for o in candidates if o is not None and o.type == "ARMATURE"), None)
+    if armature is None and active is not None and active.type == "MESH":
+        if active.parent is not None and active.parent.type == "ARMATURE":
+            return active.parent
+        armature = next((m.object for m in active.modifiers if m.type == "ARMATURE" and m.object), None)
+    return armature
+
+
 def write_files(files: dict[str, bytes]) -> None:
     """Write every file or none.
 
@@ -152,8 +168,9 @@ class FileImporter(ImportHelper):
     def build(self, context, scene: Scene, path: str, progress: Callable[[float], None]):
         from .blender.build import build_scene
 
-        return build_scene(scene, context, collection_name=os.path.splitext(os.path.basename(path))[0],
-                           progress=progress)
+        return build_scene(
+            scene, context, collection_name=os.path.splitext(os.path.basename(path))[0], progress=progress
+        )
 
     def execute(self, context):
         paths = self.paths()

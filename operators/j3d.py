@@ -22,22 +22,12 @@ from bpy.props import BoolProperty, EnumProperty, StringProperty
 from ..formats.binary import ExportError, FormatError
 from ..formats.j3d import bck, bmt, bpk, brk, btk, btp, convert, material_set
 from ..formats.scene import Animation, Channel, Scene, Skeleton, quat_to_matrix
-from .common import FileExporter, FileImporter, write_files
+from .common import FileExporter, FileImporter, SelectionError, target_armature, write_files
 
 READERS = {".bck": bck, ".btk": btk, ".brk": brk, ".bpk": bpk, ".btp": btp}
 EXTENSIONS = (*READERS, ".bmt")
 JOINT_COUNT_OFFSET = 0x20 + 0x0C  # ANK1 is the file's only section; its joint count
 LOOP_MIRROR = 4  # ping-pong forever: the Cycles modifiers mirror
-
-
-class SelectionError(OSError):
-    """The selection holds nothing the file applies to (an OSError: FileImporter reports it and rolls back)."""
-
-
-def target_armature(context):
-    """The active armature, else the first selected one."""
-    candidates = [context.active_object, *context.selected_objects]
-    return next((o for o in candidates if o is not None and o.type == "ARMATURE"), None)
 
 
 def target_materials(context) -> list[bpy.types.Material]:
@@ -120,8 +110,13 @@ def pattern_textures(context, scene: Scene, textures_path: str = "") -> dict[int
     from .blender.build import build_images
 
     used = sorted(
-        {int(v) for a in scene.animations for c in a.channels if convert.IMAGE_INDEX_PATH.match(c.path)
-         for v in np.rint(np.asarray(c.values)).ravel()}
+        {
+            int(v)
+            for a in scene.animations
+            for c in a.channels
+            if convert.IMAGE_INDEX_PATH.match(c.path)
+            for v in np.rint(np.asarray(c.values)).ravel()
+        }
     )
     if textures_path:
         with open(textures_path, "rb") as f:
@@ -129,7 +124,9 @@ def pattern_textures(context, scene: Scene, textures_path: str = "") -> dict[int
         is_set = textures_path.lower().endswith(".bmt")
         textures = (bmt.read if is_set else bmt.cut_from_model)(data, textures_path).tex1
         if textures is None:
-            raise FormatError(textures_path, 0, "expected a TEX1 section (the textures a BTP switches between)")
+            raise FormatError(
+                textures_path, 0, "expected a TEX1 section (the textures a BTP switches between)"
+            )
         used = [i for i in used if i < len(textures.headers)]
         images = [material_set.tex1_image(textures, i, textures_path) for i in used]
         return dict(zip(used, build_images(images), strict=True))
@@ -163,7 +160,9 @@ def apply_scene(context, scene: Scene, *, set_frame_range: bool = False, texture
         replaced = sorted(m.name for m in scene.materials if m.name in by_name)
         result = replace_materials(scene, context, materials)
         created = sorted(m.name for m in scene.materials if m.name not in by_name)
-        notes = [f"{name}: materials updated: {', '.join(replaced) or 'none'}; new: {', '.join(created) or 'none'}"]
+        notes = [
+            f"{name}: materials updated: {', '.join(replaced) or 'none'}; new: {', '.join(created) or 'none'}"
+        ]
         return result, notes, []
     animation = scene.animations[0]
     armature = None
@@ -248,7 +247,9 @@ class IMPORT_SCENE_OT_j3d_animation(bpy.types.Operator, FileImporter):
         if path.lower().endswith(".bck"):
             armature = target_armature(context)
             if armature is None:
-                raise SelectionError(f"{os.path.basename(path)}: select the armature to apply the joint animation to")
+                raise SelectionError(
+                    f"{os.path.basename(path)}: select the armature to apply the joint animation to"
+                )
             joint_names = armature_skeleton(context, armature).bone_names
         return load_j3d(path, joint_names=joint_names)
 
@@ -357,8 +358,9 @@ def quaternions_to_eulers(animation: Animation) -> None:
             continue
         times = np.asarray(channel.times, np.float64)
         frames = np.arange(np.rint(times[0]), np.rint(times[-1]) + 1)
-        quats = sample(times, channel.values, channel.interpolation, channel.handles_left, channel.handles_right,
-                       frames)
+        quats = sample(
+            times, channel.values, channel.interpolation, channel.handles_left, channel.handles_right, frames
+        )
         quats /= np.linalg.norm(quats, axis=1, keepdims=True)
         channel.path, channel.times, channel.interpolation = "rotation_euler", frames, "LINEAR"
         channel.values = matrix_to_euler(quat_to_matrix(quats))
@@ -373,12 +375,18 @@ def hold_rest(animation: Animation, skeleton: Skeleton) -> None:
     local = skeleton.local_rest()
     scales = np.linalg.norm(local[:, :3, :3], axis=1)
     eulers = matrix_to_euler(local[:, :3, :3] / scales[:, None, :])
-    rests = {"scale": scales, "rotation_euler": (eulers + np.pi) % (2 * np.pi) - np.pi, "location": local[:, :3, 3]}
+    rests = {
+        "scale": scales,
+        "rotation_euler": (eulers + np.pi) % (2 * np.pi) - np.pi,
+        "location": local[:, :3, 3],
+    }
     keyed = convert.ChannelIndex(animation.channels).by_key
     for joint, name in enumerate(skeleton.bone_names):
         for path, values in rests.items():
             animation.channels += [
-                Channel("bone", name, path, np.zeros(1), np.array([[values[joint, axis]]]), "LINEAR", index=axis)
+                Channel(
+                    "bone", name, path, np.zeros(1), np.array([[values[joint, axis]]]), "LINEAR", index=axis
+                )
                 for axis in range(3)
                 if (name, path, axis) not in keyed
             ]
@@ -393,13 +401,17 @@ def set_playback(animation: Animation, action) -> None:
     looping = bool(cycles) or (action.use_frame_range and action.use_cyclic)
     mirrored = bool(cycles) and all(m.mode_after == "MIRROR" for m in cycles)
     stored = animation.extras.get("loop_mode")
-    if stored is None or (stored in (convert.LOOP_REPEAT, LOOP_MIRROR)) != looping or (
-        looping and (stored == LOOP_MIRROR) != mirrored
+    if (
+        stored is None
+        or (stored in (convert.LOOP_REPEAT, LOOP_MIRROR)) != looping
+        or (looping and (stored == LOOP_MIRROR) != mirrored)
     ):
         animation.extras["loop_mode"] = (LOOP_MIRROR if mirrored else convert.LOOP_REPEAT) if looping else 0
     animation.frame_start, animation.frame_end = 0.0, max(float(animation.frame_end), 0.0)
     if animation.frame_end > 0x7FFF:
-        raise ExportError(f"action {action.name!r}: {animation.frame_end:g} frames, a J3D file holds at most 32767")
+        raise ExportError(
+            f"action {action.name!r}: {animation.frame_end:g} frames, a J3D file holds at most 32767"
+        )
 
 
 def save_j3d(context, path: str, group: str = PLAYING) -> tuple[list[str], list[str]]:
@@ -408,7 +420,9 @@ def save_j3d(context, path: str, group: str = PLAYING) -> tuple[list[str], list[
 
     extension = os.path.splitext(path)[1].lower()
     if extension not in READERS:
-        raise ExportError(f"{os.path.basename(path)}: name the file .bck, .btk, .brk, .bpk or .btp (its kind)")
+        raise ExportError(
+            f"{os.path.basename(path)}: name the file .bck, .btk, .brk, .bpk or .btp (its kind)"
+        )
     kind = extension[1:]
     armature, action = export_action(context, kind, group)
     scene = extract_scene(context, armature, [], actions=[action])
@@ -417,8 +431,10 @@ def save_j3d(context, path: str, group: str = PLAYING) -> tuple[list[str], list[
     if found is None:
         raise ExportError(f"action {action.name!r} has no J3D channels to export as .{kind}")
     if found != kind:
-        raise ExportError(f"action {action.name!r} is a {found.upper()} animation with no {kind.upper()} channels: "
-                          f"export it as .{found}")
+        raise ExportError(
+            f"action {action.name!r} is a {found.upper()} animation with no {kind.upper()} channels: "
+            f"export it as .{found}"
+        )
     set_playback(animation, action)
     joint_names = None
     if kind == "bck":
@@ -470,6 +486,11 @@ IMPORT_MENU = (
 )
 EXPORT_MENU = ((EXPORT_SCENE_OT_j3d_animation.bl_idname, "J3D animation (.bck .btk .brk .bpk .btp)"),)
 FILE_HANDLERS = (
-    ("IO_FH_retro_j3d_animation", "J3D animation / material set", IMPORT_SCENE_OT_j3d_animation.bl_idname,
-     EXPORT_SCENE_OT_j3d_animation.bl_idname, ";".join(EXTENSIONS)),
+    (
+        "IO_FH_retro_j3d_animation",
+        "J3D animation / material set",
+        IMPORT_SCENE_OT_j3d_animation.bl_idname,
+        EXPORT_SCENE_OT_j3d_animation.bl_idname,
+        ";".join(EXTENSIONS),
+    ),
 )

@@ -14,7 +14,7 @@ from bpy_extras.io_utils import orientation_helper
 from ..formats.binary import FormatError
 from ..formats.scene import Scene
 from ..formats.tamsoft import cat, convert, names, tmd0
-from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, write_files
+from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, target_armature, write_files
 
 # The file is Y-up with -Z forward (as glTF): the default turns it to Blender's Z-up.
 AXIS_FORWARD, AXIS_UP = "-Z", "Y"
@@ -68,7 +68,9 @@ def container_bytes(stored: dict, model_bytes: bytes) -> bytes:
     # An unchanged model goes back as it was; replace_payload pads only a changed one.
     unchanged = hashlib.sha1(model_bytes).hexdigest() == stored["model_sha1"]
     payloads[index] = model_bytes if unchanged else b""
-    container = cat.CAT(stored["endian"], stored["header_size"], bytes.fromhex(stored["name_block"]), payloads)
+    container = cat.CAT(
+        stored["endian"], stored["header_size"], bytes.fromhex(stored["name_block"]), payloads
+    )
     return cat.write(cat.replace_payload(container, index, model_bytes))
 
 
@@ -89,7 +91,9 @@ def texture_container_bytes(stored: dict, images) -> tuple[bytes, list[str]]:
     """The stored texture CAT with its textures taken from ``images`` (the exported model's), and warnings."""
     payloads, warnings = convert.texture_payloads(images, stored["texture_count"])
     payloads += [base64.b64decode(p) for p in stored["other_payloads"]]
-    container = cat.CAT(stored["endian"], stored["header_size"], bytes.fromhex(stored["name_block"]), payloads)
+    container = cat.CAT(
+        stored["endian"], stored["header_size"], bytes.fromhex(stored["name_block"]), payloads
+    )
     return cat.write(container), warnings
 
 
@@ -127,11 +131,7 @@ def load_tamsoft(path: str, *, names_file: str = "", axis=None) -> Scene:
 
 def export_objects(context) -> tuple[bpy.types.Object | None, list[bpy.types.Object]]:
     """The armature (active, selected, or the active mesh's) and the meshes it deforms; else the selected meshes."""
-    active = context.active_object
-    candidates = [active, *context.selected_objects]
-    armature = next((o for o in candidates if o is not None and o.type == "ARMATURE"), None)
-    if armature is None and active is not None and active.type == "MESH":
-        armature = next((m.object for m in active.modifiers if m.type == "ARMATURE" and m.object), None)
+    armature = target_armature(context)
     if armature is not None:
         meshes = [
             o
@@ -141,7 +141,11 @@ def export_objects(context) -> tuple[bpy.types.Object | None, list[bpy.types.Obj
         if not meshes:
             raise convert.TamsoftExportError(f"armature {armature.name!r} deforms no mesh")
     else:
-        meshes = [o for o in candidates if o is not None and o.type == "MESH"]
+        meshes = [
+            o
+            for o in [context.active_object, *context.selected_objects]
+            if o is not None and o.type == "MESH"
+        ]
         if not meshes:
             raise convert.TamsoftExportError("select the model's armature or its meshes")
     return armature, sorted(set(meshes), key=lambda o: o.name)

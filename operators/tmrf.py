@@ -17,10 +17,18 @@ import numpy as np
 from bpy.props import EnumProperty, StringProperty
 from bpy_extras.io_utils import orientation_helper
 
-from ..formats.binary import ExportError, FormatError
+from ..formats.binary import ExportError
 from ..formats.scene import Scene, axis_matrix
 from ..formats.tmrf import convert, media
-from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, write_files
+from .common import (
+    FileExporter,
+    FileImporter,
+    SelectionError,
+    axis_matrix_from,
+    draw_transform,
+    target_armature,
+    write_files,
+)
 
 # The spec names no axes: the default conversion keeps the file's.
 AXIS_FORWARD, AXIS_UP = "Y", "Z"
@@ -44,12 +52,6 @@ _KEEP = "KEEP"
 
 class TMRFExportError(ExportError):
     """What to export is missing or does not fit the chosen contents."""
-
-
-def target_armature(context):
-    """The active armature, else the first selected one."""
-    candidates = [context.active_object, *context.selected_objects]
-    return next((o for o in candidates if o is not None and o.type == "ARMATURE"), None)
 
 
 def is_animation_only(scene: Scene) -> bool:
@@ -123,11 +125,14 @@ def export_objects(context) -> tuple[bpy.types.Object | None, list[bpy.types.Obj
     armature = target_armature(context)
     if armature is None:
         armature = next(
-            (m.object for o in meshes.values() for m in o.modifiers if m.type == "ARMATURE" and m.object), None
+            (m.object for o in meshes.values() for m in o.modifiers if m.type == "ARMATURE" and m.object),
+            None,
         )
     if armature is not None:
         for obj in context.view_layer.objects:
-            if obj.type == "MESH" and any(m.type == "ARMATURE" and m.object == armature for m in obj.modifiers):
+            if obj.type == "MESH" and any(
+                m.type == "ARMATURE" and m.object == armature for m in obj.modifiers
+            ):
                 meshes.setdefault(obj.name, obj)
     return armature, [meshes[n] for n in sorted(meshes)]
 
@@ -169,7 +174,9 @@ def save_tmrf(
 
     extension = os.path.splitext(path)[1].lower()
     if extension not in CONTENT_BY_EXTENSION:
-        raise TMRFExportError(f"{os.path.basename(path)}: the extension must be one of {', '.join(EXTENSIONS)}")
+        raise TMRFExportError(
+            f"{os.path.basename(path)}: the extension must be one of {', '.join(EXTENSIONS)}"
+        )
     content = CONTENT_BY_EXTENSION[extension]
     needs_armature = content in ("skeleton", "animations")
     if armature_obj is None and (needs_armature or not mesh_objs):
@@ -186,7 +193,13 @@ def save_tmrf(
         axis = axis_matrix(AXIS_FORWARD, AXIS_UP)
     try:
         model = convert.from_scene(
-            scene, normals=normals, tangents=tangents, animation=animation, s16=s16, content=content, axis=axis
+            scene,
+            normals=normals,
+            tangents=tangents,
+            animation=animation,
+            s16=s16,
+            content=content,
+            axis=axis,
         )
     except ValueError as e:  # options that do not go together
         raise TMRFExportError(str(e)) from e
@@ -217,7 +230,9 @@ class IMPORT_SCENE_OT_tertius_tmrf(bpy.types.Operator, FileImporter):
         if is_animation_only(scene):
             armature = target_armature(context)
             if armature is None:
-                raise FormatError(path, 0, "the file holds only animations: select the armature to apply them to")
+                raise SelectionError(
+                    f"{os.path.basename(path)}: the file holds only animations: select the armature to apply them to"
+                )
             retarget(scene, extract_scene(context, armature, [], actions=[]).skeletons[0], axis)
         return scene
 
@@ -303,7 +318,9 @@ class EXPORT_SCENE_OT_tertius_tmrf(bpy.types.Operator, FileExporter):
         stem, extension = os.path.splitext(self.filepath)
         if not os.path.basename(self.filepath) or extension.lower() == self.file_contents:
             return False
-        self.filepath = (stem if extension.lower() in CONTENT_BY_EXTENSION else self.filepath) + self.file_contents
+        self.filepath = (
+            stem if extension.lower() in CONTENT_BY_EXTENSION else self.filepath
+        ) + self.file_contents
         return True
 
     def save(self, context):

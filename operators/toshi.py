@@ -13,7 +13,7 @@ from bpy_extras.io_utils import ImportHelper, orientation_helper
 from ..formats.binary import FormatError
 from ..formats.scene import Scene, axis_matrix
 from ..formats.toshi import convert, tkl, tmd, tml
-from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, write_files
+from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, target_armature, write_files
 
 # The existing JPOG tools keep the file's axes: its models stand upright in Blender's Z-up view.
 AXIS_FORWARD, AXIS_UP = "Y", "Z"
@@ -92,8 +92,9 @@ def load_tmd(
         warnings.append("no material library (.tml) defining the model's materials was found")
     if axis is None:
         axis = axis_matrix(AXIS_FORWARD, AXIS_UP)
-    scene = convert.to_scene(model, tkl_model if animations else None, tml_model, axis=axis, lods=lods,
-                             animations=animations)
+    scene = convert.to_scene(
+        model, tkl_model if animations else None, tml_model, axis=axis, lods=lods, animations=animations
+    )
     scene.name = os.path.splitext(os.path.basename(path))[0]
     scene.warnings[:0] = warnings
     if tkl_bytes is not None:
@@ -161,25 +162,18 @@ def load_library(context, armature_obj, tkl_path: str) -> tuple[int, list[str]]:
 
 def export_objects(context) -> tuple[bpy.types.Object, list[bpy.types.Object]]:
     """The armature to export (active or selected, or the active mesh's) and every mesh it deforms."""
-    candidates = [context.active_object, *context.selected_objects]
-    armature = next((o for o in candidates if o is not None and o.type == "ARMATURE"), None)
-    if armature is None:
-        active = context.active_object
-        if active is not None and active.type == "MESH":
-            armature = next(
-                (m.object for m in active.modifiers if m.type == "ARMATURE" and m.object is not None), None
-            )
-            if armature is None:
-                raise convert.ToshiExportError(
-                    f"mesh {active.name!r} has no armature (add an Armature modifier: TMD meshes are skinned)"
-                )
+    armature = target_armature(context)
+    active = context.active_object
+    if armature is None and active is not None and active.type == "MESH":
+        raise convert.ToshiExportError(
+            f"mesh {active.name!r} has no armature (add an Armature modifier: TMD meshes are skinned)"
+        )
     if armature is None:
         raise convert.ToshiExportError("select the armature of the model to export")
     meshes = [
         o
         for o in context.view_layer.objects
-        if o.type == "MESH"
-        and any(m.type == "ARMATURE" and m.object == armature for m in o.modifiers)
+        if o.type == "MESH" and any(m.type == "ARMATURE" and m.object == armature for m in o.modifiers)
     ]
     if not meshes:
         raise convert.ToshiExportError(f"armature {armature.name!r} deforms no mesh")
@@ -201,7 +195,9 @@ def _weight_unweighted(scene: Scene, mesh_objs) -> None:
         mesh.skin_joints[unweighted, 0] = names.index(bone)
         mesh.skin_weights[unweighted] = 0
         mesh.skin_weights[unweighted, 0] = 1
-        scene.warnings.append(f"mesh {obj.name!r}: {int(unweighted.sum())} vertices without weights given to bone {bone!r}")
+        scene.warnings.append(
+            f"mesh {obj.name!r}: {int(unweighted.sum())} vertices without weights given to bone {bone!r}"
+        )
 
 
 def save_tmd(
@@ -231,13 +227,17 @@ def save_tmd(
         axis = axis_matrix(AXIS_FORWARD, AXIS_UP)
     for obj in mesh_objs:
         if not any(m.type == "ARMATURE" and m.object == armature_obj for m in obj.modifiers):
-            raise convert.ToshiExportError(f"mesh {obj.name!r} is not deformed by armature {armature_obj.name!r}")
+            raise convert.ToshiExportError(
+                f"mesh {obj.name!r} is not deformed by armature {armature_obj.name!r}"
+            )
     scene = extract_scene(context, armature_obj, mesh_objs)
     _weight_unweighted(scene, mesh_objs)
     for obj in mesh_objs:
         skipped = [m.name for m in obj.modifiers if m.type != "ARMATURE" and m.show_viewport]
         if skipped:
-            scene.warnings.append(f"mesh {obj.name!r}: modifiers {skipped} are not applied (apply them first)")
+            scene.warnings.append(
+                f"mesh {obj.name!r}: modifiers {skipped} are not applied (apply them first)"
+            )
     folder = os.path.dirname(os.path.abspath(path))
     if tkl_mode == "NEW":
         if not new_tkl_name:
@@ -290,8 +290,9 @@ class IMPORT_SCENE_OT_toshi_tmd(bpy.types.Operator, FileImporter):
         ),
         default="FIRST",
     )
-    import_animations: BoolProperty(name="Animations", default=True,
-                                    description="Import the model's animations as actions")
+    import_animations: BoolProperty(
+        name="Animations", default=True, description="Import the model's animations as actions"
+    )
     tkl_mode: EnumProperty(
         name="Keyframe Library",
         items=(
@@ -303,7 +304,11 @@ class IMPORT_SCENE_OT_toshi_tmd(bpy.types.Operator, FileImporter):
     tml_mode: EnumProperty(
         name="Material Library",
         items=(
-            ("AUTO", "Automatic", "The TML with the model's name, else one in the folder defining its materials"),
+            (
+                "AUTO",
+                "Automatic",
+                "The TML with the model's name, else one in the folder defining its materials",
+            ),
             ("FILE", "Chosen File", "A TML file chosen below"),
         ),
     )
@@ -354,7 +359,11 @@ class EXPORT_SCENE_OT_toshi_tmd(bpy.types.Operator, FileExporter):
     tkl_mode: EnumProperty(
         name="Keyframe Library",
         items=(
-            ("APPEND", "Append", "Append new keys to the model's library; indices other models use stay valid"),
+            (
+                "APPEND",
+                "Append",
+                "Append new keys to the model's library; indices other models use stay valid",
+            ),
             ("NEW", "New Library", "Write a library of this model's keys only, under a new name"),
         ),
         default="APPEND",
@@ -364,8 +373,11 @@ class EXPORT_SCENE_OT_toshi_tmd(bpy.types.Operator, FileExporter):
         description="Name of the new keyframe library (at most 15 characters; 7 or fewer for older tools)",
         maxlen=15,
     )
-    write_tml: BoolProperty(name="Material Library", default=True,
-                            description="Write the materials and textures as a .tml next to the model")
+    write_tml: BoolProperty(
+        name="Material Library",
+        default=True,
+        description="Write the materials and textures as a .tml next to the model",
+    )
     lods: EnumProperty(
         name="Levels of Detail",
         items=(
@@ -443,5 +455,11 @@ classes = (IMPORT_SCENE_OT_toshi_tmd, EXPORT_SCENE_OT_toshi_tmd, RETRO_MODELS_OT
 IMPORT_MENU = ((IMPORT_SCENE_OT_toshi_tmd.bl_idname, "Toshi / JPOG model (.tmd)"),)
 EXPORT_MENU = ((EXPORT_SCENE_OT_toshi_tmd.bl_idname, "Toshi / JPOG model (.tmd)"),)
 FILE_HANDLERS = (
-    ("IO_FH_retro_toshi_tmd", "Toshi / JPOG model", "import_scene.toshi_tmd", "export_scene.toshi_tmd", ".tmd"),
+    (
+        "IO_FH_retro_toshi_tmd",
+        "Toshi / JPOG model",
+        "import_scene.toshi_tmd",
+        "export_scene.toshi_tmd",
+        ".tmd",
+    ),
 )

@@ -22,7 +22,7 @@ from ..formats.textures import gx
 from ..formats.textures import tpl as tpl_format
 from ..formats.ttyd import convert, inspect
 from ..formats.ttyd import model as fmt
-from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, write_files
+from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, target_armature, write_files
 
 # The file is Y-up with characters facing +Z (convert.default_axis).
 AXIS_FORWARD, AXIS_UP = "-Z", "Y"
@@ -88,7 +88,9 @@ def show_texture_swaps(scene: Scene, result) -> None:
     materials = {m.name: built for m, built in zip(scene.materials, result.materials, strict=True)}
     for (material, slot), images in shown.items():
         switch_images(
-            materials[material], slot, {i: result.images[i] for i in sorted(images) if 0 <= i < len(result.images)}
+            materials[material],
+            slot,
+            {i: result.images[i] for i in sorted(images) if 0 <= i < len(result.images)},
         )
 
 
@@ -97,14 +99,7 @@ def show_texture_swaps(scene: Scene, result) -> None:
 
 def export_objects(context) -> tuple[bpy.types.Object, list[bpy.types.Object]]:
     """The armature to export (active or selected, or the active mesh's) and every mesh it deforms."""
-    candidates = [context.active_object, *context.selected_objects]
-    armature = next((o for o in candidates if o is not None and o.type == "ARMATURE"), None)
-    active = context.active_object
-    if armature is None and active is not None and active.type == "MESH":
-        armature = active.parent if active.parent is not None and active.parent.type == "ARMATURE" else None
-        armature = armature or next(
-            (m.object for m in active.modifiers if m.type == "ARMATURE" and m.object is not None), None
-        )
+    armature = target_armature(context)
     if armature is None:
         raise ExportError("select the armature of the model to export (its groups are the bones)")
     meshes = [
@@ -229,7 +224,12 @@ class EXPORT_SCENE_OT_ttyd_model(bpy.types.Operator, FileExporter):
     def save(self, context):
         armature, meshes = export_objects(context)
         return save_ttyd(
-            context, self.filepath, armature, meshes, texture_format=self.texture_format, axis=axis_matrix_from(self)
+            context,
+            self.filepath,
+            armature,
+            meshes,
+            texture_format=self.texture_format,
+            axis=axis_matrix_from(self),
         )
 
     def draw(self, context):

@@ -36,8 +36,17 @@ def main() -> int:
         cmd = [sys.executable, cli, "validate", "--valid-tags", tags, ROOT]
     else:
         os.makedirs(args.output_dir, exist_ok=True)
-        cmd = [sys.executable, cli, "build", "--valid-tags", tags, "--source-dir", ROOT,
-               "--output-dir", args.output_dir]
+        cmd = [
+            sys.executable,
+            cli,
+            "build",
+            "--valid-tags",
+            tags,
+            "--source-dir",
+            ROOT,
+            "--output-dir",
+            args.output_dir,
+        ]
     return subprocess.call(cmd)
 
 

@@ -68,7 +68,9 @@ class VIEW3D_PT_retro_animations(bpy.types.Panel):
             box.label(text=label, icon="MATERIAL" if material else "ARMATURE_DATA")
             id_data = owner.node_tree if material else owner
             playing = id_data.animation_data.action if id_data.animation_data else None
-            for group in props.to_python(owner[props.ANIMATIONS] if material else owner.data[props.ANIMATIONS]):
+            for group in props.to_python(
+                owner[props.ANIMATIONS] if material else owner.data[props.ANIMATIONS]
+            ):
                 actions = group_actions(group)
                 primary = next((a for a in actions if a[props.ANIMATION].get("primary")), None)
                 if primary is None:

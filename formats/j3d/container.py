@@ -127,7 +127,9 @@ def read_container(data: bytes, filename: str, magic: bytes, kinds: tuple[bytes,
     return Container(magic, kind, sections, framing)
 
 
-def read_animation(data: bytes, filename: str, kind: bytes, tag: bytes) -> tuple[Container, RawSection, Reader]:
+def read_animation(
+    data: bytes, filename: str, kind: bytes, tag: bytes
+) -> tuple[Container, RawSection, Reader]:
     """An animation file's container, its one section, and a reader over it placed after the section header."""
     container = read_container(data, filename, ANIMATION_MAGIC, (kind,))
     section = container.section(tag, filename)

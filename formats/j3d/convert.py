@@ -378,7 +378,8 @@ class ChannelIndex:
 def _component(channel: Channel, i: int) -> Channel:
     """Component ``i`` of a whole-vector channel."""
     handles = [
-        None if h is None else np.asarray(h)[:, i : i + 1] for h in (channel.handles_left, channel.handles_right)
+        None if h is None else np.asarray(h)[:, i : i + 1]
+        for h in (channel.handles_left, channel.handles_right)
     ]
     return Channel(
         channel.target_kind,

@@ -41,7 +41,9 @@ def _entry(table: np.ndarray, index: int, what: str, material: str, filename: st
         return None
     if index >= len(table):
         raise FormatError(
-            filename, 0, f"MAT3 material {material!r}: {what} index {index} is past its table ({len(table)} entries)"
+            filename,
+            0,
+            f"MAT3 material {material!r}: {what} index {index} is past its table ({len(table)} entries)",
         )
     return table[index]
 

@@ -951,7 +951,11 @@ class _Export:
             expected = _dense_weights(joints[blends], weights[blends], len(skeleton))
             actual = _dense_weights(data.mesh.skin_joints, data.mesh.skin_weights, len(skeleton))
             same = data.mesh.skeleton == skeleton_index and np.allclose(
-                expected, actual, rtol=0, atol=TOLERANCE, equal_nan=True  # a NaN weight read is kept
+                expected,
+                actual,
+                rtol=0,
+                atol=TOLERANCE,
+                equal_nan=True,  # a NaN weight read is kept
             )
         if same:
             return stored

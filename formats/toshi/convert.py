@@ -419,7 +419,9 @@ def _animation(scene: Scene, model: tmd_format.TMD, anim: tmd_format.Animation, 
             extras = key_extras if not uses_position else {}
             rotation_times, q = _with_slerp_keys(times, q)
             result.channels.append(
-                Channel("bone", names[node], "rotation_quaternion", rotation_times, q, "LINEAR", extras=extras)
+                Channel(
+                    "bone", names[node], "rotation_quaternion", rotation_times, q, "LINEAR", extras=extras
+                )
             )
     if bad_keys:
         scene.warnings.append(
@@ -605,7 +607,9 @@ class _KeyTable:
         return idx
 
     def array(self) -> np.ndarray:
-        return np.concatenate([self.initial, np.asarray(self.added, np.float32).reshape(-1, self.initial.shape[1])])
+        return np.concatenate(
+            [self.initial, np.asarray(self.added, np.float32).reshape(-1, self.initial.shape[1])]
+        )
 
 
 class _Library:
@@ -644,7 +648,9 @@ class _Library:
         if self.base is not None:
             b = self.base
             field = b.name_field if b.name == self.name else tkl_format.name_field(self.name)
-            return tkl_format.TKL(field, positions, rotations, b.scale_count, b.scale_size, b.scales, b.reserved)
+            return tkl_format.TKL(
+                field, positions, rotations, b.scale_count, b.scale_size, b.scales, b.reserved
+            )
         return tkl_format.TKL(tkl_format.name_field(self.name), positions, rotations)
 
 
@@ -684,13 +690,18 @@ def _with_slerp_keys(frames: np.ndarray, quats: np.ndarray) -> tuple[np.ndarray,
     quarter = 0.75 * a + 0.25 * b  # near where the two part most
     quarter /= np.linalg.norm(quarter, axis=1, keepdims=True)
     exact = _slerp(frames[:-1] + 0.25 * np.diff(frames), frames, quats)
-    apart = np.minimum(np.abs(quarter - exact).max(axis=1), np.abs(quarter + exact).max(axis=1)) > SLERP_TOLERANCE
+    apart = (
+        np.minimum(np.abs(quarter - exact).max(axis=1), np.abs(quarter + exact).max(axis=1)) > SLERP_TOLERANCE
+    )
     segments = np.flatnonzero(apart)
     if not len(segments):
         return frames, quats
     # Whole frames strictly inside each segment, clear of its keys.
     inserted = np.concatenate(
-        [np.arange(np.floor(frames[i] + TIME_TOLERANCE) + 1, np.ceil(frames[i + 1] - TIME_TOLERANCE)) for i in segments]
+        [
+            np.arange(np.floor(frames[i] + TIME_TOLERANCE) + 1, np.ceil(frames[i + 1] - TIME_TOLERANCE))
+            for i in segments
+        ]
     )
     if not len(inserted):
         return frames, quats
@@ -708,7 +719,9 @@ def _without_slerp_keys(rotation: Channel, key_frames: np.ndarray) -> Channel:
         return rotation
     values = np.asarray(rotation.values, np.float64).reshape(-1, 4)
     expected = _slerp(times[~original], times[original], values[original])
-    off = np.minimum(np.abs(values[~original] - expected).max(axis=1), np.abs(values[~original] + expected).max(axis=1))
+    off = np.minimum(
+        np.abs(values[~original] - expected).max(axis=1), np.abs(values[~original] + expected).max(axis=1)
+    )
     if off.max() > KEY_TOLERANCE:
         return rotation  # edited between the keys: every key is kept
     return dataclasses.replace(rotation, times=times[original], values=values[original])

@@ -177,7 +177,9 @@ def file_translate(location, scale, rotate_degrees) -> np.ndarray:
     return np.stack([x + TEXCOORD_CENTER, TEXCOORD_CENTER - y - scale[..., 1]], axis=-1)
 
 
-def slot_transform(translate, scale, rotate_degrees) -> tuple[tuple[float, float], float, tuple[float, float]]:
+def slot_transform(
+    translate, scale, rotate_degrees
+) -> tuple[tuple[float, float], float, tuple[float, float]]:
     """The game's texture-coordinate transform as one Blender Mapping node: (location, rotation, scale).
 
     The game maps (S, T) (T down) by T(.5,.5)·R(−rot)·T(−.5,−.5)·T(t)·S(s): scale about the

@@ -174,8 +174,15 @@ def build_scene(
     if set_frame_rate and scene.animations:
         _set_frame_rate(context.scene, scene.animations[0])
     # An animated visibility drives hide_viewport, which the eye (hide_set) would override.
-    animated = {c.target for a in scene.animations for c in a.channels if (c.target_kind, c.path) == ("object", "hide")}
-    hidden = [o for o, m in zip(result.objects, scene.meshes, strict=True) if m.hidden and m.name not in animated]
+    animated = {
+        c.target
+        for a in scene.animations
+        for c in a.channels
+        if (c.target_kind, c.path) == ("object", "hide")
+    }
+    hidden = [
+        o for o, m in zip(result.objects, scene.meshes, strict=True) if m.hidden and m.name not in animated
+    ]
     for obj, mesh in zip(result.objects, scene.meshes, strict=True):
         obj.hide_viewport = mesh.hidden and mesh.name in animated
     if hidden:
@@ -448,7 +455,9 @@ def bone_maps(skeleton: Skeleton) -> dict[str, BoneMaps]:
     display_quat = matrix_to_quat(display[:3, :3])
     return {
         name: BoneMaps(m, display, q, display_quat, k, float(kp))
-        for name, m, q, k, kp in zip(skeleton.bone_names, local, rest_quats, bone_scale, parent_scale, strict=True)
+        for name, m, q, k, kp in zip(
+            skeleton.bone_names, local, rest_quats, bone_scale, parent_scale, strict=True
+        )
     }
 
 
@@ -479,7 +488,9 @@ def _rotation_modes(scene: Scene, maps: list[dict[str, BoneMaps]]) -> dict[tuple
 
 def _attribute(mesh, name: str, kind: str, domain: str, data: np.ndarray, field_name: str) -> None:
     dtype = np.int32 if kind == "INT" else np.float32
-    mesh.attributes.new(name, kind, domain).data.foreach_set(field_name, np.ascontiguousarray(data, dtype).ravel())
+    mesh.attributes.new(name, kind, domain).data.foreach_set(
+        field_name, np.ascontiguousarray(data, dtype).ravel()
+    )
 
 
 def _corner_data(
@@ -717,9 +728,13 @@ class _ActionSet:
             meta.update(order=self.order, data_path=data_path)
             channels.append(meta)
             self.order += 1
-        return compat.new_fcurves(action, slot, data_path, range(count) if indices is None else indices, group)
+        return compat.new_fcurves(
+            action, slot, data_path, range(count) if indices is None else indices, group
+        )
 
-    def write(self, fcurves, meta, times, values, interpolation, handles_left=None, handles_right=None) -> None:
+    def write(
+        self, fcurves, meta, times, values, interpolation, handles_left=None, handles_right=None
+    ) -> None:
         """Key ``fcurves`` with the components of ``values`` (K, C) and handles (K, C, 2).
 
         A looping animation repeats its frame range, not each F-curve's keys (``loop_keys``); what that
@@ -835,7 +850,9 @@ def _spread_channel(channel: Channel) -> Channel:
     left = np.asarray(channel.handles_left, np.float64).reshape(shape) if bezier else None
     right = np.asarray(channel.handles_right, np.float64).reshape(shape) if bezier else None
     columns = [
-        _spread_close_keys(times, values[:, c], left[:, c] if bezier else None, right[:, c] if bezier else None)
+        _spread_close_keys(
+            times, values[:, c], left[:, c] if bezier else None, right[:, c] if bezier else None
+        )
         for c in range(values.shape[1])
     ]
     spread = dataclasses.replace(
@@ -922,7 +939,15 @@ def _build_animation(
             data_path = f'key_blocks["{bpy.utils.escape_identifier(channel.path)}"].value'
             meta = _channel_meta(channel)
             fcurves = actions.fcurves(key, "KEY", data_path, 1, "", meta)
-            actions.write(fcurves, meta, times, values, channel.interpolation, channel.handles_left, channel.handles_right)
+            actions.write(
+                fcurves,
+                meta,
+                times,
+                values,
+                channel.interpolation,
+                channel.handles_left,
+                channel.handles_right,
+            )
         elif kind == "material" and channel.target in materials:
             _build_material_channel(materials[channel.target], channel, times, values, actions)
         else:
@@ -1005,7 +1030,9 @@ def replace_materials(scene: Scene, context, materials=()) -> BuildResult:
     """
     result = BuildResult(context.scene.collection)
     result.images = [_build_image(image) for image in scene.images]
-    result.materials = [_build_material(m, result.images, scene.images, set(), False) for m in scene.materials]
+    result.materials = [
+        _build_material(m, result.images, scene.images, set(), False) for m in scene.materials
+    ]
     existing = {props.scene_name(m): m for m in materials}
     for material, built in zip(scene.materials, result.materials, strict=True):
         old = existing.get(material.name)
@@ -1023,7 +1050,10 @@ def _build_material_channel(material, channel: Channel, times, values, actions) 
     data_path, indices, offsets = _material_data_path(tree, channel, values.shape[1])
     meta = _channel_meta(channel)
     if channel.index is not None:  # the other components are other channels on the same data path
-        indices, offsets = indices[channel.index : channel.index + 1], offsets[channel.index : channel.index + 1]
+        indices, offsets = (
+            indices[channel.index : channel.index + 1],
+            offsets[channel.index : channel.index + 1],
+        )
         meta.update(index=channel.index, array_index=indices[0])
     offsets = np.asarray(offsets, np.float64)
     if offsets.any():
@@ -1088,7 +1118,9 @@ def _color_slot_nodes(material, path: str) -> None:
     if kind == "material":
         _multiply_into(tree, bsdf.inputs["Base Color"], color.outputs[0], keep_default=False)
         target = bsdf.inputs["Alpha"]
-        if target.links and target.links[0].from_node.name == "Alpha Clip":  # the game compares the final alpha
+        if (
+            target.links and target.links[0].from_node.name == "Alpha Clip"
+        ):  # the game compares the final alpha
             target = target.links[0].from_node.inputs[0]
         if target.links or material.get(props.ALPHA_MODE, "OPAQUE") != "OPAQUE":
             _multiply_into(tree, target, alpha.outputs[0], keep_default=False)
@@ -1142,7 +1174,9 @@ def _material_data_path(tree, channel: Channel, components: int) -> tuple[str, t
             offsets = [center[i] for i in mapping[1]]
         node = rotation if mapping[0] == "Rotation" else main
         return _socket_path(node, mapping[0]), mapping[1], offsets
-    size = components if channel.index is None else max(channel.index + 1, 4 if path.startswith("color.") else 1)
+    size = (
+        components if channel.index is None else max(channel.index + 1, 4 if path.startswith("color.") else 1)
+    )
     if path == "color.base_color":
         return _socket_path(_principled(tree), "Base Color"), tuple(range(size)), [0.0] * size
     current = tree.get(path)
@@ -1185,7 +1219,10 @@ def switch_images(material, slot: int, images: dict[int, bpy.types.Image]) -> bo
     variable.targets[0].id = tree
     variable.targets[0].data_path = f'["{bpy.utils.escape_identifier(path)}"]'
     vector = node.inputs["Vector"].links[0].from_socket if node.inputs["Vector"].links else None
-    outputs = {"Color": (node.outputs["Color"], "RGBA", "Color"), "Alpha": (node.outputs["Alpha"], "FLOAT", "Float")}
+    outputs = {
+        "Color": (node.outputs["Color"], "RGBA", "Color"),
+        "Alpha": (node.outputs["Alpha"], "FLOAT", "Float"),
+    }
     targets = {name: [link.to_socket for link in output.links] for name, (output, _, _) in outputs.items()}
     current = {name: output for name, (output, _, _) in outputs.items()}
     for k, (value, image) in enumerate(sorted(images.items())):
@@ -1278,7 +1315,9 @@ def keys_hash(co: np.ndarray, interpolation: str) -> str:
 
 def _single_component(channel: Channel, maps: BoneMaps, pose_bone) -> tuple[int, float, float] | None:
     """(pose component, factor, offset) when a per-component channel maps onto one pose component alone."""
-    if channel.path not in maps.maps or (channel.path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"):
+    if channel.path not in maps.maps or (
+        channel.path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"
+    ):
         return None
     a, b = maps.maps[channel.path]
     source = scaled_permutation(a)
@@ -1340,8 +1379,12 @@ def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
         if shared:
             values[:, p.index] = keys[:, 0]
         else:
-            values[:, p.index] = sample(p.times, keys, p.interpolation, p.handles_left, p.handles_right, times)[:, 0]
-        for handle, side in zip(handles, ("handles_left", "handles_right"), strict=False):  # none unless Bézier
+            values[:, p.index] = sample(
+                p.times, keys, p.interpolation, p.handles_left, p.handles_right, times
+            )[:, 0]
+        for handle, side in zip(
+            handles, ("handles_left", "handles_right"), strict=False
+        ):  # none unless Bézier
             handle[:, p.index] = np.asarray(getattr(p, side), np.float64)[:, 0]
     interpolation = first.interpolation if shared else "LINEAR"
     left, right = handles if bezier else (None, None)
@@ -1418,7 +1461,9 @@ def _build_bone_channel(
         # F-curves hold float32 pose values; mapped back, the last bit of a value can change. The
         # file's values stay with the keys for the extractor, used while the keys are unedited.
         co = np.stack(np.broadcast_arrays(np.asarray(times)[None, :], new_values.T), axis=-1)
-        meta.update(source=np.asarray(values, np.float32).ravel().tolist(), written=keys_hash(co, interpolation))
+        meta.update(
+            source=np.asarray(values, np.float32).ravel().tolist(), written=keys_hash(co, interpolation)
+        )
     data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
     fcurves = actions.fcurves(armature, "OBJECT", data_path, new_values.shape[1], pose_name, meta)
     actions.write(fcurves, meta, times, new_values, interpolation, hl, hr)
@@ -1428,7 +1473,9 @@ def _float32_exact(values: np.ndarray, pose_values: np.ndarray, inverse_affine) 
     """Whether float32 pose values map back to the same float32 parent-relative values, −0.0 included."""
     a, b = inverse_affine
     back = np.asarray(pose_values, np.float32).astype(np.float64) @ a.T + b
-    return np.array_equal(back.astype(np.float32).view(np.uint32), np.asarray(values, np.float32).view(np.uint32))
+    return np.array_equal(
+        back.astype(np.float32).view(np.uint32), np.asarray(values, np.float32).view(np.uint32)
+    )
 
 
 def _set_frame_rate(scene, animation: Animation) -> None:

@@ -338,7 +338,11 @@ class _Keys:
         if self.interpolation == "CONSTANT":
             return y0, None, None
         if not self.bezier:
-            return y0 + (frame - self.times[i - 1]) / (self.times[i] - self.times[i - 1]) * (y1 - y0), None, None
+            return (
+                y0 + (frame - self.times[i - 1]) / (self.times[i] - self.times[i - 1]) * (y1 - y0),
+                None,
+                None,
+            )
         p0 = np.stack(np.broadcast_arrays(self.times[i - 1], y0), axis=-1)
         p3 = np.stack(np.broadcast_arrays(self.times[i], y1), axis=-1)
         p1, p2 = _correct_handles(p0, self.right[i - 1], self.left[i], p3)  # as Blender evaluates it
@@ -376,5 +380,9 @@ def unloop_rows(rows: np.ndarray, sides: dict, component: str) -> np.ndarray:
         if width == 2:  # keys without handles: unused ones on the keys
             restored[:, 2:6] = np.tile(original, 2)
         restored[:, 6] = sides["interpolation"]
-        rows = np.concatenate([rows[:-count], restored]) if side == "end" else np.concatenate([restored, rows[count:]])
+        rows = (
+            np.concatenate([rows[:-count], restored])
+            if side == "end"
+            else np.concatenate([restored, rows[count:]])
+        )
     return rows

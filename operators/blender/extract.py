@@ -385,7 +385,9 @@ def _material(material, images: _Registry) -> Material:
     if tree is None:
         return result
     nodes = [
-        n for n in tree.nodes if n.type == "TEX_IMAGE" and n.image is not None and props.SWITCHED_IMAGE not in n
+        n
+        for n in tree.nodes
+        if n.type == "TEX_IMAGE" and n.image is not None and props.SWITCHED_IMAGE not in n
     ]
     nodes.sort(key=lambda n: props.to_python(n[props.SLOT])["index"] if props.SLOT in n else len(nodes))
     result.textures = [_texture_slot(node, images, tree) for node in nodes]
@@ -558,7 +560,9 @@ def _animation_of(action, info: dict) -> Animation:
     if action.use_frame_range:
         frame_start, frame_end = float(action.frame_start), float(action.frame_end)
     # The imported name while Blender's differs only by a ".001" suffix; the user's rename otherwise.
-    name = info["name"] if re.fullmatch(re.escape(info["name"]) + r"(\.\d{3,})?", action.name) else action.name
+    name = (
+        info["name"] if re.fullmatch(re.escape(info["name"]) + r"(\.\d{3,})?", action.name) else action.name
+    )
     return Animation(
         name,
         fps=info["fps"],
@@ -589,7 +593,9 @@ def _tagged_animation(primary, members, maps, renamed) -> Animation:
         pose = _POSE_PATH.match(meta["data_path"]) if meta["kind"] == "bone" else None
         if pose is not None:  # the bone's name in Blender, which the skeleton uses
             target = _unescape(pose.group(1))
-        if "parts" in meta and _keys_hash(fcurves, meta.get("loop")) == meta["written"]:  # unedited: the channels as imported
+        if (
+            "parts" in meta and _keys_hash(fcurves, meta.get("loop")) == meta["written"]
+        ):  # unedited: the channels as imported
             animation.channels += [_part_channel(part, meta, target) for part in meta["parts"]]
             continue
         channel = Channel(
@@ -614,7 +620,9 @@ def _tagged_animation(primary, members, maps, renamed) -> Animation:
             if "parts" in meta:  # merged per-component channels, edited: split them again
                 animation.channels += _split(channel, meta["parts"])
                 continue
-            if "source" in meta and _keys_hash(fcurves, meta.get("loop")) == meta["written"]:  # unedited: the exact values
+            if (
+                "source" in meta and _keys_hash(fcurves, meta.get("loop")) == meta["written"]
+            ):  # unedited: the exact values
                 channel.values = np.array(meta["source"], np.float64).reshape(channel.values.shape)
         else:  # one component, or keys offset by a texture transform's centre (build._build_material_channel)
             channel.index = meta.get("index")
@@ -653,7 +661,9 @@ def _keys_hash(fcurves, loop: dict | None) -> str:
     rows = [_fcurve_rows(fc, loop) for fc in fcurves]
     co = [r[:, :2].astype(np.float32) for r in rows]
     interpolation = _INTERPOLATION_NAMES.get(int(rows[0][0, 6]), "") if co and len(co[0]) else ""
-    return keys_hash(np.stack(co) if co and all(len(c) == len(co[0]) for c in co) else np.zeros(0), interpolation)
+    return keys_hash(
+        np.stack(co) if co and all(len(c) == len(co[0]) for c in co) else np.zeros(0), interpolation
+    )
 
 
 def _part_channel(part: dict, meta: dict, target: str) -> Channel:

@@ -17,7 +17,9 @@ SCENE_NAME = (
 ANIMATIONS = "animations"  # armature data: the action groups imported for it
 JOINT_ORDER = "joint_order"  # armature data: bone names in skeleton order
 BONE_DISPLAY = "bone_display"  # armature data: the skeleton's bone display rotation, 16 floats
-REST_SCALE = "rest_scale"  # armature data: per bone (joint order) 9 floats, the rest's 3×3 the edit bone lacks
+REST_SCALE = (
+    "rest_scale"  # armature data: per bone (joint order) 9 floats, the rest's 3×3 the edit bone lacks
+)
 SOURCE_NORMAL = "source_normal"  # mesh attribute: the scene's normals, unchanged
 TANGENT = "tangent"  # mesh attribute (FLOAT_VECTOR) + TANGENT_SIGN (FLOAT)
 TANGENT_SIGN = "tangent_sign"

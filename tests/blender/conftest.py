@@ -20,4 +20,3 @@ def empty_scene(addon):
     """A factory-empty scene with the add-on registered."""
     bpy.ops.wm.read_factory_settings(use_empty=True)
     yield bpy.context.scene
-

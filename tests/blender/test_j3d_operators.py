@@ -54,7 +54,9 @@ def expected_local(model, frames) -> np.ndarray:
     """(F, joints, 4, 4) parent-relative joint matrices the game computes: T · Rz·Ry·Rx · S."""
     values = evaluate.evaluate_bck(model, frames)
     frames_count, joints = values["scale"].shape[:2]
-    rotation = euler_to_matrix(np.radians(values["rotation"]).reshape(-1, 3)).reshape(frames_count, joints, 3, 3)
+    rotation = euler_to_matrix(np.radians(values["rotation"]).reshape(-1, 3)).reshape(
+        frames_count, joints, 3, 3
+    )
     out = np.zeros((frames_count, joints, 4, 4))
     out[..., :3, :3] = rotation * values["scale"][..., None, :]
     out[..., :3, 3] = values["translation"]
@@ -68,7 +70,10 @@ def blender_local(context, armature, names, frames) -> np.ndarray:
     rest = np.array([np.array(bones[n].matrix_local) for n in names])
     parents = [bones[n].parent for n in names]
     rest_local = np.array(
-        [r if p is None else np.linalg.inv(np.array(p.matrix_local)) @ r for r, p in zip(rest, parents, strict=True)]
+        [
+            r if p is None else np.linalg.inv(np.array(p.matrix_local)) @ r
+            for r, p in zip(rest, parents, strict=True)
+        ]
     )
     out = np.empty((len(frames), len(names), 4, 4))
     for f, frame in enumerate(frames):
@@ -244,7 +249,9 @@ def test_brk_colours_follow_the_game(empty_scene, capfd, name):
     expected = evaluate.evaluate_brk(model, frames)
     for label, group in (("register", model.register), ("konst", model.konst)):
         tracks = group.entries["tracks"]
-        raw = np.stack([evaluate.evaluate_tracks(tracks[:, c], group.banks[c], frames, 0.0) for c in range(4)], -1)
+        raw = np.stack(
+            [evaluate.evaluate_tracks(tracks[:, c], group.banks[c], frames, 0.0) for c in range(4)], -1
+        )
         for f, frame in enumerate(frames):
             bpy.context.scene.frame_set(int(frame))
             for n, (name, slot) in enumerate(zip(group.material_names, group.entries["slot"], strict=True)):
@@ -284,7 +291,9 @@ def test_bpk_colours_follow_the_game(empty_scene, textures):
     materials = material_object(bpy.context, dict.fromkeys(model.material_names, textures))
     bpy.ops.import_scene.j3d_animation(filepath=str(path))
     frames = np.array([0, 1, 2.5, 3, 4, 5.25, model.length])
-    raw = np.stack([evaluate.evaluate_tracks(model.tracks[:, c], model.banks[c], frames, 0.0) for c in range(4)], -1)
+    raw = np.stack(
+        [evaluate.evaluate_tracks(model.tracks[:, c], model.banks[c], frames, 0.0) for c in range(4)], -1
+    )
     expected = evaluate.evaluate_bpk(model, frames)
     assert len(np.unique(expected[..., :3], axis=0)) > 3  # the colour changes
     for f, frame in enumerate(frames):
@@ -314,7 +323,11 @@ def test_bpk_colours_follow_the_game(empty_scene, textures):
 def switched_image(tree, slot, value):
     """The image the slot's switch shows for an index value (None: the slot's own)."""
     for node in tree.nodes:
-        if node.type == "MATH" and node.operation == "COMPARE" and abs(node.inputs[1].default_value - value) < 0.5:
+        if (
+            node.type == "MATH"
+            and node.operation == "COMPARE"
+            and abs(node.inputs[1].default_value - value) < 0.5
+        ):
             mix = node.outputs[0].links[0].to_node
             return _socket_source(mix, "B_Color").image
     return None

@@ -101,7 +101,9 @@ def test_j3d_keys_beyond_the_length_wrap_into_it(clap):
     frames = np.concatenate([np.arange(0, 60), np.arange(61, 120), [121, 178, 250]])
     names = [f"joint{i}" for i in range(model.joint_count)]
     expected = j3d_playback.expected_local(model, np.mod(frames, model.length))
-    j3d_playback.assert_same_transforms(expected, j3d_playback.blender_local(bpy.context, armature, names, frames))
+    j3d_playback.assert_same_transforms(
+        expected, j3d_playback.blender_local(bpy.context, armature, names, frames)
+    )
 
 
 def test_j3d_edited_cut_key_is_exported_as_a_key(clap):
@@ -109,7 +111,9 @@ def test_j3d_edited_cut_key_is_exported_as_a_key(clap):
     path, model, armature = clap
     fcurves = compat.action_fcurves(armature.animation_data.action)
     records = props.to_python(armature.animation_data.action[props.ANIMATION])["channels"]
-    record = next(c for c in records if "original" in c.get("loop", {}).get("start", {}))  # a key at −3 cut off
+    record = next(
+        c for c in records if "original" in c.get("loop", {}).get("start", {})
+    )  # a key at −3 cut off
     component = int(next(iter(record["loop"]["start"]["original"])))
     cut = next(fc for fc in fcurves if (fc.data_path, fc.array_index) == (record["data_path"], component))
     assert cut.keyframe_points[0].co[0] == 0.0
@@ -140,7 +144,9 @@ def test_j3d_edited_cut_key_is_exported_as_a_key(clap):
     [(0.0, 20.0, "cut cut"), (-5.0, 30.0, "held held"), (2.0, 15.0, "cut cut"), (30.0, 40.0, "cut held")],
     ids=["keys-beyond", "keys-inside", "keys-on-bounds", "keys-before"],
 )
-def test_looped_f_curve_repeats_the_range_and_gives_the_keys_back(empty_scene, interpolation, start, end, sides):
+def test_looped_f_curve_repeats_the_range_and_gives_the_keys_back(
+    empty_scene, interpolation, start, end, sides
+):
     """One F-curve through the builder's and extractor's functions: Blender plays the original curve,
     wrapped into [start, end), and the extractor reads the original keys."""
     times = np.array([-3.0, 2.0, 9.5, 15.0, 23.0])
@@ -164,7 +170,9 @@ def test_looped_f_curve_repeats_the_range_and_gives_the_keys_back(empty_scene, i
     )
     period = end - start
     frames = start + np.arange(0.0, 3 * period, 0.75)
-    frames = frames[(frames == start) | ~np.isclose(np.mod(frames - start, period), 0.0)]  # see the module doc
+    frames = frames[
+        (frames == start) | ~np.isclose(np.mod(frames - start, period), 0.0)
+    ]  # see the module doc
     wrapped = start + np.mod(frames - start, period)
     expected = sample(times, values, interpolation, *handles, wrapped)[:, 0]
     np.testing.assert_allclose([fcurve.evaluate(f) for f in frames], expected, atol=2e-5)

@@ -28,7 +28,9 @@ def chain_model(endian: str, interleaved: bool) -> bytes:
     count = 40
     rest = np.tile(np.eye(4), (count, 1, 1))
     rest[:, 2, 3] = np.arange(count)
-    skeleton = Skeleton("chain", [f"b{i}" for i in range(count)], np.arange(-1, count - 1, dtype=np.int32), rest)
+    skeleton = Skeleton(
+        "chain", [f"b{i}" for i in range(count)], np.arange(-1, count - 1, dtype=np.int32), rest
+    )
     positions = np.array([[i, 0, z] for z in range(count) for i in range(3)], np.float32)
     mesh = Mesh(
         "chain",

@@ -125,7 +125,9 @@ def test_edited_keys_reach_the_file(empty_scene, tmp_path):
     select_all_of()
     walk = bpy.data.actions["walk"]
     (curve,) = [
-        fc for fc in compat.action_fcurves(walk) if fc.data_path == 'pose.bones["arm"].location' and fc.array_index == 2
+        fc
+        for fc in compat.action_fcurves(walk)
+        if fc.data_path == 'pose.bones["arm"].location' and fc.array_index == 2
     ]
     curve.keyframe_points[0].co[1] += 0.5  # along the bone's rest Z, which its parent-relative Z is too
     curve.update()
@@ -184,7 +186,9 @@ def test_export_options_reach_the_file(empty_scene, tmp_path):
     bones = [b for r in model.walk() if isinstance(r.content, res.FrameAnimation) for b in r.content.bones]
     assert len(bones) == 3 and all(b.flags & res.ORIENTATION_S16 for b in bones)
     with pytest.raises(RuntimeError, match="need compressed normals"):
-        bpy.ops.export_scene.tertius_tmrf(filepath=str(tmp_path / "bad.tpak"), normals="NONE", tangents="HIGH")
+        bpy.ops.export_scene.tertius_tmrf(
+            filepath=str(tmp_path / "bad.tpak"), normals="NONE", tangents="HIGH"
+        )
     assert not (tmp_path / "bad.tpak").exists()
 
 
@@ -281,9 +285,19 @@ def test_file_handler_and_menus(addon):
     handler = bpy.types.FileHandler.bl_rna_get_subclass_py("IO_FH_retro_tertius_tmrf")
     assert handler.bl_import_operator == "import_scene.tertius_tmrf"
     assert handler.bl_export_operator == "export_scene.tertius_tmrf"
-    assert set(handler.bl_file_extensions.split(";")) == {".tmdl", ".tani", ".tapk", ".tskl", ".tskm", ".tmsh", ".tpak"}
+    assert set(handler.bl_file_extensions.split(";")) == {
+        ".tmdl",
+        ".tani",
+        ".tapk",
+        ".tskl",
+        ".tskm",
+        ".tmsh",
+        ".tpak",
+    }
     assert tmrf.IMPORT_MENU[0][1] == "Tertius media (.tmdl .tani .tapk .tskl .tskm .tmsh .tpak)"
-    assert hasattr(bpy.types, "IMPORT_SCENE_OT_tertius_tmrf") and hasattr(bpy.types, "EXPORT_SCENE_OT_tertius_tmrf")
+    assert hasattr(bpy.types, "IMPORT_SCENE_OT_tertius_tmrf") and hasattr(
+        bpy.types, "EXPORT_SCENE_OT_tertius_tmrf"
+    )
 
 
 # -- a model made in Blender --------------------------------------------------------
@@ -310,9 +324,7 @@ def build_from_scratch() -> None:
     """An armature with two bones, a skinned triangle pair with custom normals, a UV map and an
     image slot, and an action keyed on every frame (the way the importer shows frame animations)."""
     # Bone tails where the importer puts them: the root reaches its child, a leaf is half its parent.
-    armature = new_armature(
-        "rig", {"root": None, "tip": ((0, 1, 0), (0, 1.5, 0), "root")}
-    )
+    armature = new_armature("rig", {"root": None, "tip": ((0, 1, 0), (0, 1.5, 0), "root")})
     mesh = bpy.data.meshes.new("panel")
     mesh.from_pydata([(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0)], [], [(0, 1, 2), (0, 2, 3)])
     mesh.normals_split_custom_set_from_vertices([(0, 0, 1), (0, 0, 1), (0, 0, 1), (0, 0, 1)])

@@ -156,5 +156,3 @@ def test_skinning_matches_the_game(empty_scene, demo):
         rest = np.concatenate([p.vertices["position"] for p in mesh.pieces]) @ axis[:3, :3].T
         assert np.abs(expected - rest).max() > 0.01, "the frame should move this mesh"
         np.testing.assert_allclose(got, expected, atol=TOLERANCE, err_msg=obj.name)
-
-

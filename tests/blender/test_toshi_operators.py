@@ -35,7 +35,11 @@ def test_bad_files_report_and_leave_the_scene_unchanged(empty_scene, demo_dir):
         (demo_dir / name).write_bytes(payload)
     (demo_dir / "broken.tkl").write_bytes(b"TPKL\0\0\0\0\xff\xff")
     for name in cases:
-        tkl = {"tkl_mode": "FILE", "tkl_file": str(demo_dir / "broken.tkl")} if name == "demo_broken.tmd" else {}
+        tkl = (
+            {"tkl_mode": "FILE", "tkl_file": str(demo_dir / "broken.tkl")}
+            if name == "demo_broken.tmd"
+            else {}
+        )
         with pytest.raises(RuntimeError) as error:
             bpy.ops.import_scene.toshi_tmd(filepath=str(demo_dir / name), **tkl)
         message = str(error.value)
@@ -73,7 +77,9 @@ def test_libraries_found_whatever_their_case(demo_dir):
     model = tmd.read((demo_dir / "demo.tmd").read_bytes())
     os.rename(demo_dir / "demo.tkl", demo_dir / f"{model.tkl_name.upper()}.TKL")
     os.rename(demo_dir / "demo.tml", demo_dir / "Other.TML")
-    assert find_tkl(str(demo_dir / "demo.tmd"), model.tkl_name) == str(demo_dir / f"{model.tkl_name.upper()}.TKL")
+    assert find_tkl(str(demo_dir / "demo.tmd"), model.tkl_name) == str(
+        demo_dir / f"{model.tkl_name.upper()}.TKL"
+    )
     # No TML with the model's stem: the one defining every material the model names.
     assert find_tml(str(demo_dir / "demo.tmd"), set(model.material_names())) == str(demo_dir / "Other.TML")
     assert find_tml(str(demo_dir / "demo.tmd"), {"not_in_any_library"}) is None

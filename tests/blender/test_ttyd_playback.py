@@ -45,7 +45,9 @@ def model_bytes() -> bytes:
 
 def tpl_bytes() -> bytes:
     rng = np.random.default_rng(5)
-    images = [tpl_format.image_from_pixels(rng.integers(0, 256, (8, 8, 4), np.uint8), gx.RGBA8) for _ in range(2)]
+    images = [
+        tpl_format.image_from_pixels(rng.integers(0, 256, (8, 8, 4), np.uint8), gx.RGBA8) for _ in range(2)
+    ]
     return tpl_format.write(tpl_format.TPL(images))
 
 
@@ -144,8 +146,12 @@ def test_switching_animation_switches_every_action(imported):
     key = body.data.shape_keys
     walk = {id_data.animation_data.action.name for id_data in (armature, body, key, tree)}
     use_animation(armature, groups[1])
-    idle = {id_data.animation_data.action[props.ANIMATION]["group"] for id_data in (armature, body, key, tree)}
-    assert idle == {groups[1]} and not walk & {a.animation_data.action.name for a in (armature, body, key, tree)}
+    idle = {
+        id_data.animation_data.action[props.ANIMATION]["group"] for id_data in (armature, body, key, tree)
+    }
+    assert idle == {groups[1]} and not walk & {
+        a.animation_data.action.name for a in (armature, body, key, tree)
+    }
     assert_plays(model, 1, armature, body, IDLE_FRAMES)
     use_animation(armature, groups[0])
     assert_plays(model, 0, armature, body, WALK_FRAMES[1::2])

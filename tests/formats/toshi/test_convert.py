@@ -164,7 +164,9 @@ def test_demo_creature_from_scratch_reads_back_equal():
         assert {(c.target, c.path) for c in anim.channels} == set(wanted)
         for c in anim.channels:
             source_times = np.asarray(wanted[c.target, c.path].times)
-            keys = np.isclose(c.times[:, None], source_times[None, :], atol=1e-4).any(axis=1)  # not slerp keys
+            keys = np.isclose(c.times[:, None], source_times[None, :], atol=1e-4).any(
+                axis=1
+            )  # not slerp keys
             np.testing.assert_allclose(c.times[keys], source_times, atol=1e-4)
             values = np.asarray(wanted[c.target, c.path].values)
             if c.path == "rotation_quaternion":
