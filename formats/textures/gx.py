@@ -15,7 +15,7 @@ import numpy as np
 
 from ..binary import FormatError
 from . import bc1
-from .raster import as_rgba, expand_bits, pad_to_multiple, quantize_bits
+from .raster import as_rgba, check_texels, expand_bits, pad_to_multiple, quantize_bits
 
 I4, I8, IA4, IA8, RGB565, RGB5A3, RGBA8 = 0, 1, 2, 3, 4, 5, 6
 C4, C8, C14X2 = 8, 9, 10
@@ -215,16 +215,7 @@ def decode(
 ) -> np.ndarray:
     """The GX image at ``offset`` → (H, W, 4) uint8 RGBA; ``palette`` holds the raw palette entries."""
     check_format(fmt, filename, offset)
-    if width < 0 or height < 0:
-        raise FormatError(filename, offset, f"invalid image size {width}×{height}")
-    size = data_size(fmt, width, height)
-    if offset < 0 or len(data) - offset < size:
-        raise FormatError(
-            filename,
-            offset,
-            f"expected {NAMES[fmt]} texels for {width}×{height} ({size} bytes) "
-            f"but only {max(len(data) - offset, 0)} bytes remain",
-        )
+    size = check_texels(data, NAMES[fmt], width, height, lambda w, h: data_size(fmt, w, h), filename, offset)
     raw = np.frombuffer(data, np.uint8, size, offset)
     if fmt == CMPR:
         return np.ascontiguousarray(_untile(_decode_cmpr(data, offset, size // 8), fmt, width, height))

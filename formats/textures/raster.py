@@ -85,22 +85,28 @@ def data_size(fmt: str, width: int, height: int) -> int:
     return width * height * bytes_per_texel(fmt)
 
 
+def check_texels(data: bytes, name: str, width: int, height: int, size_of, filename: str, offset: int) -> int:
+    """The byte size ``size_of(width, height)`` of an image in format ``name``, checked to lie in ``data``."""
+    if width < 0 or height < 0:
+        raise FormatError(filename, offset, f"invalid image size {width}×{height}")
+    size = size_of(width, height)
+    if offset < 0 or len(data) - offset < size:
+        raise FormatError(
+            filename,
+            offset,
+            f"expected {name} texels for {width}×{height} ({size} bytes) "
+            f"but only {max(len(data) - offset, 0)} bytes remain",
+        )
+    return size
+
+
 def decode(
     fmt: str, data: bytes, width: int, height: int, filename: str = "<bytes>", offset: int = 0
 ) -> np.ndarray:
     """The ``width × height`` image stored at ``offset`` in ``data`` → (H, W, 4) uint8 RGBA."""
     if fmt not in FORMATS:
         raise FormatError(filename, offset, f"unknown raster format {fmt!r}; expected one of {FORMATS}")
-    if width < 0 or height < 0:
-        raise FormatError(filename, offset, f"invalid image size {width}×{height}")
-    size = data_size(fmt, width, height)
-    if offset < 0 or len(data) - offset < size:
-        raise FormatError(
-            filename,
-            offset,
-            f"expected {fmt} texels for {width}×{height} ({size} bytes) "
-            f"but only {max(len(data) - offset, 0)} bytes remain",
-        )
+    size = check_texels(data, fmt, width, height, lambda w, h: data_size(fmt, w, h), filename, offset)
     rgba = np.full((height * width, 4), 255, np.uint8)
     if fmt in BYTE_FORMATS:
         channels = BYTE_FORMATS[fmt]
