@@ -141,6 +141,9 @@ class Channel:
     'location', 'rotation_quaternion', 'rotation_euler', 'scale', or a
     family-specific path such as 'texture.0.translate'. ``values`` has one
     column per component. Bézier handles are absolute (frame, value) pairs.
+    LINEAR keys of a whole 'rotation_quaternion' (w, x, y, z) are interpolated
+    spherically along the shorter arc (slerp; either sign of a key is the same
+    rotation), not component by component.
     """
 
     target_kind: str

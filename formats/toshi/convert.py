@@ -70,7 +70,6 @@ UV_LAYER = "UVMap"
 BONE_DISPLAY = np.array([[0, 1, 0, 0], [0, 0, 1, 0], [1, 0, 0, 0], [0, 0, 0, 1]], dtype=np.float64)
 MATRIX_TOLERANCE = 1e-4
 KEY_TOLERANCE = 1e-5
-SLERP_TOLERANCE = 1e-6  # how far a linear quaternion curve may leave the slerp before keys are added
 TIME_TOLERANCE = 1e-3  # frames
 NEW_TEXTURE_HEADER = {"flags": 0, "unknown1": 0, "unknown2": 0, "unknown3": 0xFFFF, "unknown4": 0x43000000}
 
@@ -417,11 +416,8 @@ def _animation(scene: Scene, model: tmd_format.TMD, anim: tmd_format.Animation, 
             if roots[node]:
                 q = quat_multiply(axis_q, q)
             extras = key_extras if not uses_position else {}
-            rotation_times, q = _with_slerp_keys(times, q)
             result.channels.append(
-                Channel(
-                    "bone", names[node], "rotation_quaternion", rotation_times, q, "LINEAR", extras=extras
-                )
+                Channel("bone", names[node], "rotation_quaternion", times, q, "LINEAR", extras=extras)
             )
     if bad_keys:
         scene.warnings.append(
@@ -675,58 +671,6 @@ def _slerp(times: np.ndarray, key_times: np.ndarray, quats: np.ndarray) -> np.nd
     return q / np.linalg.norm(q, axis=1, keepdims=True)
 
 
-def _with_slerp_keys(frames: np.ndarray, quats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The keys plus the game's slerp at every whole frame between two keys where a linear curve would leave it.
-
-    Blender interpolates quaternion curves component by component (then
-    normalises); the game slerps. Both agree at keys and halfway, elsewhere
-    they drift apart as the angle between keys grows, so those segments get a
-    key per frame. ``_without_slerp_keys`` drops them again on export.
-    """
-    if len(frames) < 2 or np.diff(frames).max() <= 1 + 2 * TIME_TOLERANCE:
-        return frames, quats  # no whole frame lies between two keys
-    a, b = quats[:-1], quats[1:]
-    b = np.where((a * b).sum(axis=1, keepdims=True) < 0, -b, b)
-    quarter = 0.75 * a + 0.25 * b  # near where the two part most
-    quarter /= np.linalg.norm(quarter, axis=1, keepdims=True)
-    exact = _slerp(frames[:-1] + 0.25 * np.diff(frames), frames, quats)
-    apart = (
-        np.minimum(np.abs(quarter - exact).max(axis=1), np.abs(quarter + exact).max(axis=1)) > SLERP_TOLERANCE
-    )
-    segments = np.flatnonzero(apart)
-    if not len(segments):
-        return frames, quats
-    # Whole frames strictly inside each segment, clear of its keys.
-    inserted = np.concatenate(
-        [
-            np.arange(np.floor(frames[i] + TIME_TOLERANCE) + 1, np.ceil(frames[i + 1] - TIME_TOLERANCE))
-            for i in segments
-        ]
-    )
-    if not len(inserted):
-        return frames, quats
-    all_frames = np.concatenate([frames, inserted])
-    order = np.argsort(all_frames, kind="stable")
-    values = np.concatenate([quats, _slerp(inserted, frames, quats)])
-    return all_frames[order], values[order]
-
-
-def _without_slerp_keys(rotation: Channel, key_frames: np.ndarray) -> Channel:
-    """The rotation channel without the keys ``_with_slerp_keys`` added, while they still lie on the slerp."""
-    times = np.asarray(rotation.times, np.float64)
-    original = np.isclose(times[:, None], key_frames[None, :], atol=TIME_TOLERANCE).any(axis=1)
-    if original.all() or original.sum() != len(key_frames):
-        return rotation
-    values = np.asarray(rotation.values, np.float64).reshape(-1, 4)
-    expected = _slerp(times[~original], times[original], values[original])
-    off = np.minimum(
-        np.abs(values[~original] - expected).max(axis=1), np.abs(values[~original] + expected).max(axis=1)
-    )
-    if off.max() > KEY_TOLERANCE:
-        return rotation  # edited between the keys: every key is kept
-    return dataclasses.replace(rotation, times=times[original], values=values[original])
-
-
 def _channel_keys(
     location: Channel | None,
     rotation: Channel | None,
@@ -748,8 +692,6 @@ def _channel_keys(
         if c is not None:
             extras.update(c.extras)
     stored_times = np.asarray(extras.get("times", ()), np.float64)
-    if rotation is not None and len(stored_times):
-        rotation = _without_slerp_keys(rotation, stored_times * FPS)
     present = [c for c in (location, rotation) if c is not None]
     times = np.unique(np.concatenate([np.asarray(c.times, np.float64) for c in present]))
     same_times = all(

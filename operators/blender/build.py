@@ -26,6 +26,9 @@ Choices a user sees:
   ``Channel.index`` keys that one component (colour properties get 4). J3D
   colour slots (``color.register<n>``, ``color.konst<n>``, ``color.material``)
   are also shown in the shading by driven nodes (``_color_slot_nodes``).
+- LINEAR bone quaternion channels are spherical (``Channel``), F-curves linear per component: whole
+  frames between keys where the two part get the slerp as keys (``curves.slerp_keys``, recorded for
+  the extractor, which takes them off while they still lie on the slerp).
 - Bone euler channels keep their keys and Bézier handles when the bone's rest
   rotation (parent-relative) is the identity; otherwise, and when a bone also
   has quaternion channels, they are baked to quaternions at every frame
@@ -69,6 +72,7 @@ from .curves import (
     matrix_to_euler,
     sample,
     scaled_permutation,
+    slerp_keys,
     split_bezier,
 )
 
@@ -1426,10 +1430,16 @@ def _build_bone_channel(
         (fcurve,) = actions.fcurves(armature, "OBJECT", data_path, 1, pose_name, meta, (component,))
         actions.write([fcurve], meta, times, values * factor + offset, interpolation, hl, hr)
         return
+    meta = _channel_meta(channel)
+    if path == "rotation_quaternion" and interpolation == "LINEAR":
+        # Before the map: it is orthogonal on quaternions, so it carries the slerp, but which arc is
+        # the shorter between keys half a turn apart (dot 0) is the channel's to say, not rounding's.
+        times, values, added = slerp_keys(times, values, MERGE_DISTANCE)
+        if len(added):
+            meta["slerp"] = added.tolist()
     mapped = None
     if path in maps.maps and not (path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"):
         mapped = map_keys(values, hl, hr, interpolation, *maps.maps[path])
-    meta = _channel_meta(channel)
     if mapped is None:
         frames = bake_frames(times)
         sampled = sample(times, values, interpolation, hl, hr, frames)
@@ -1462,7 +1472,7 @@ def _build_bone_channel(
         # file's values stay with the keys for the extractor, used while the keys are unedited.
         co = np.stack(np.broadcast_arrays(np.asarray(times)[None, :], new_values.T), axis=-1)
         meta.update(
-            source=np.asarray(values, np.float32).ravel().tolist(), written=keys_hash(co, interpolation)
+            source=np.asarray(values, np.float64).ravel().tolist(), written=keys_hash(co, interpolation)
         )
     data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
     fcurves = actions.fcurves(armature, "OBJECT", data_path, new_values.shape[1], pose_name, meta)

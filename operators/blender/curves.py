@@ -133,6 +133,96 @@ def continuity_signs(quats: np.ndarray) -> np.ndarray:
     return np.concatenate([[1.0], np.cumprod(np.where(dots < 0, -1.0, 1.0))])
 
 
+# How far a per-component quaternion curve may leave the slerp before whole frames get slerp keys,
+# and how far such a key may be from the slerp on export and still be taken off.
+SLERP_TOLERANCE = 1e-6
+SLERP_KEY_TOLERANCE = 1e-5
+
+
+def slerp(key_times, quats, frames) -> np.ndarray:
+    """Quaternions (K, 4) keyed at ``key_times`` sampled at ``frames`` (N,) along the shortest arc
+    between keys (the meaning of a LINEAR ``rotation_quaternion`` channel), unit length."""
+    key_times, quats = np.asarray(key_times, np.float64), np.asarray(quats, np.float64)
+    frames = np.asarray(frames, np.float64)
+    if len(key_times) == 1:
+        return np.repeat(quats / np.linalg.norm(quats, axis=1, keepdims=True), len(frames), axis=0)
+    i = np.clip(np.searchsorted(key_times, frames, side="right") - 1, 0, len(key_times) - 2)
+    span = key_times[i + 1] - key_times[i]
+    u = np.clip((frames - key_times[i]) / np.where(span > 0, span, 1.0), 0.0, 1.0)[:, None]
+    a, b = quats[i], quats[i + 1]
+    return _arc(a, np.where((a * b).sum(axis=1, keepdims=True) < 0, -b, b), u)
+
+
+def _arc(a, b, u):
+    """Unit quaternions u (N, 1) of the way along the great arc from a (N, 4) to b (either length)."""
+    a = a / np.linalg.norm(a, axis=1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=1, keepdims=True)
+    angle = np.arccos(np.clip((a * b).sum(axis=1, keepdims=True), -1.0, 1.0))
+    sin = np.sin(angle)
+    small = sin < 1e-6
+    wa = np.where(small, 1 - u, np.sin((1 - u) * angle) / np.where(small, 1, sin))
+    wb = np.where(small, u, np.sin(u * angle) / np.where(small, 1, sin))
+    q = wa * a + wb * b
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
+def slerp_keys(times, quats, min_gap):
+    """LINEAR quaternion keys (K,), (K, 4) plus the slerp at every whole frame between two keys (at least
+    ``min_gap`` from both: F-curves merge closer keys) where a per-component curve would leave it.
+
+    F-curves interpolate each component (Blender then normalises): that agrees with the slerp at keys
+    and halfway, and drifts apart elsewhere as the angle between keys grows; it is measured a quarter
+    of the way. Returns (times, quats, the added frames) for ``unslerp_keys``.
+    """
+    times, quats = np.asarray(times, np.float64), np.asarray(quats, np.float64)
+    none = np.zeros(0)
+    if len(times) < 2:
+        return times, quats, none
+    first = np.floor(times[:-1] + min_gap) + 1
+    counts = np.maximum(np.ceil(times[1:] - min_gap) - first, 0).astype(np.int64)
+    segments = np.flatnonzero(counts)
+    if len(segments):
+        a, b = quats[segments], quats[segments + 1]
+        b = np.where((a * b).sum(axis=1, keepdims=True) < 0, -b, b)
+        quarter = 0.75 * a + 0.25 * b
+        quarter /= np.linalg.norm(quarter, axis=1, keepdims=True)
+        exact = slerp(times, quats, times[segments] + 0.25 * (times[segments + 1] - times[segments]))
+        off = np.minimum(np.abs(quarter - exact).max(axis=1), np.abs(quarter + exact).max(axis=1))
+        segments = segments[off > SLERP_TOLERANCE]
+    if not len(segments):
+        return times, quats, none
+    counts = counts[segments]
+    starts = np.repeat(first[segments] - np.cumsum(counts) + counts, counts)
+    added = starts + np.arange(counts.sum())
+    all_times = np.concatenate([times, added])
+    order = np.argsort(all_times, kind="stable")
+    return all_times[order], np.concatenate([quats, slerp(times, quats, added)])[order], added
+
+
+def unslerp_keys(times, quats, added):
+    """The keys without the frames ``slerp_keys`` added, while those still lie on the slerp of the others
+    (within ``SLERP_KEY_TOLERANCE``, either sign); once they were edited, every key as it is.
+
+    Between keys half a turn apart both arcs are the shorter within rounding: either will do.
+    """
+    times, quats = np.asarray(times, np.float64), np.asarray(quats, np.float64)
+    mine = np.isin(times, np.asarray(added, np.float64))
+    if mine.sum() != len(added) or (~mine).sum() < 2:
+        return times, quats
+    key_times, keys, frames = times[~mine], quats[~mine], times[mine]
+    i = np.clip(np.searchsorted(key_times, frames, side="right") - 1, 0, len(key_times) - 2)
+    span = key_times[i + 1] - key_times[i]
+    u = ((frames - key_times[i]) / np.where(span > 0, span, 1.0))[:, None]
+    values = quats[mine] / np.linalg.norm(quats[mine], axis=1, keepdims=True)
+    off = np.inf
+    for expected in (_arc(keys[i], keys[i + 1], u), _arc(keys[i], -keys[i + 1], u)):
+        off = np.minimum(off, np.abs(values - expected).max(axis=1))
+        off = np.minimum(off, np.abs(values + expected).max(axis=1))
+    if not np.all(off <= SLERP_KEY_TOLERANCE):  # NaN too: keys edited into nothing to compare
+        return times, quats
+    return key_times, keys
+
+
 def _correct_handles(p0, p1, p2, p3):
     """Handles no longer in frames than their segment, as Blender shortens them before evaluating."""
     span = (p3[..., 0] - p0[..., 0])[..., None]

@@ -33,7 +33,7 @@ from ...formats.scene import (
 )
 from . import compat, props
 from .build import INTERPOLATION_CODES, bake_frames, bone_maps, keys_hash, pixels_hash
-from .curves import euler_to_matrix, map_keys, matrix_to_euler, sample, unloop_rows
+from .curves import euler_to_matrix, map_keys, matrix_to_euler, sample, unloop_rows, unslerp_keys
 
 _EXTENSION_TO_WRAP = {"REPEAT": "REPEAT", "EXTEND": "CLAMP", "CLIP": "CLAMP", "MIRROR": "MIRROR"}
 _WRAP_TO_EXTENSION = {"REPEAT": "REPEAT", "CLAMP": "EXTEND", "MIRROR": "MIRROR"}
@@ -624,6 +624,12 @@ def _tagged_animation(primary, members, maps, renamed) -> Animation:
                 "source" in meta and _keys_hash(fcurves, meta.get("loop")) == meta["written"]
             ):  # unedited: the exact values
                 channel.values = np.array(meta["source"], np.float64).reshape(channel.values.shape)
+            if (
+                "slerp" in meta
+                and channel.path == "rotation_quaternion"
+                and channel.interpolation == "LINEAR"
+            ):
+                channel.times, channel.values = unslerp_keys(channel.times, channel.values, meta["slerp"])
         else:  # one component, or keys offset by a texture transform's centre (build._build_material_channel)
             channel.index = meta.get("index")
             offset = np.asarray(meta.get("offset", 0.0), np.float64)

@@ -3,9 +3,11 @@
 import bpy
 import numpy as np
 import pytest
-from blender.test_build import X_TO_Y, euler_scene, make_scene
+from blender.test_build import X_TO_Y, euler_scene, make_scene, random_quats
 from retro_models.formats import scene as sc
-from retro_models.operators.blender.build import build_scene
+from retro_models.operators.blender import compat, props
+from retro_models.operators.blender.build import MERGE_DISTANCE, bone_maps, build_scene
+from retro_models.operators.blender.curves import slerp, slerp_keys, unslerp_keys
 from retro_models.operators.blender.extract import extract_scene
 
 TOLERANCE = 1e-5
@@ -315,3 +317,63 @@ def euler_matrix(angles) -> np.ndarray:
     from retro_models.operators.blender.curves import euler_to_matrix
 
     return euler_to_matrix(np.asarray(angles, np.float64)[None])[0]
+
+
+def test_slerp_keys_follow_the_slerp_between_distant_keys():
+    """F-curves interpolate quaternions per component: whole frames between distant keys get the slerp,
+    taken off again while they still lie on it (either sign), and kept once edited."""
+    frames = np.array([0.0, 10.0, 10.5])
+    half_turn = np.array([[1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0.0998, 0.995]])
+    half_turn = half_turn / np.linalg.norm(half_turn, axis=1, keepdims=True)
+    times, values, added = slerp_keys(frames, half_turn, MERGE_DISTANCE)
+    np.testing.assert_array_equal(times, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 10.5])
+    np.testing.assert_array_equal(added, np.arange(1, 10))
+    angles = 2 * np.arccos(np.clip(np.abs(values[:11, 0]), 0, 1))
+    np.testing.assert_allclose(angles, np.radians(np.arange(11) * 18.0), atol=1e-9)  # even steps: a slerp
+    signs = np.where(np.isin(np.arange(len(times)), [3, 7, 11]), -1.0, 1.0)[:, None]  # either sign
+    kept = unslerp_keys(times, (values * signs).astype(np.float32), added)
+    np.testing.assert_array_equal(kept[0], frames)
+    edited = values.copy()
+    edited[3] = [1, 0, 0, 0]
+    assert len(unslerp_keys(times, edited, added)[0]) == len(times)
+    # Keys a frame apart, or closer to a whole frame than F-curves keep apart, get none.
+    assert len(slerp_keys([0.0, 1.0, 1.99], half_turn, MERGE_DISTANCE)[2]) == 0
+
+
+def test_quaternion_keys_play_the_slerp_and_come_back_exactly(empty_scene):
+    """A looping LINEAR quaternion channel on a rotated rest, with a sign flip: Blender plays the slerp at
+    every whole frame, export gets the keys back bit for bit, and an edited slerp key is kept."""
+    rng = np.random.default_rng(8)
+    rest = np.stack(
+        [sc.compose([0.0, 0, 0], [1.0, 0, 0, 0]), sc.compose([0.0, 1, 0], random_quats(rng, 1)[0])]
+    )
+    skeleton = sc.Skeleton("Rig", ["root", "child"], np.array([-1, 0], np.int32), rest)
+    times = np.array([0.0, 10.0, 10.5, 16.0])
+    quats = np.array([[1.0, 0, 0, 0], [0, 0.6, 0, 0.8], [0, -0.62, 0.1, -0.78], [0.3, 0.5, -0.5, 0.64]])
+    quats /= np.linalg.norm(quats, axis=1, keepdims=True)
+    channel = sc.Channel("bone", "child", "rotation_quaternion", times, quats, "LINEAR", extras={"q": 1})
+    animation = sc.Animation("swing", [channel], frame_end=12.0, loop=True, skeleton=0)
+    scene = sc.Scene(skeletons=[skeleton], animations=[animation])
+    result = build_scene(scene, bpy.context)
+    armature = result.armatures[0]
+    (record,) = props.to_python(result.actions[0][props.ANIMATION])["channels"]
+    assert record["slerp"] == list(range(1, 10)) + list(range(11, 16))
+    assert "flipped" in record and "loop" in record
+    pose_bone = armature.pose.bones["child"]
+    basis_rotation = bone_maps(skeleton)["child"].basis_rotation
+    for frame in range(13):
+        bpy.context.scene.frame_set(frame)
+        played = sc.quat_to_matrix(np.array(pose_bone.rotation_quaternion))
+        game = basis_rotation(sc.quat_to_matrix(slerp(times, quats, [frame])))[0]
+        np.testing.assert_allclose(played, game, atol=1e-5, err_msg=f"frame {frame}")
+
+    got = extract_scene(bpy.context, armature, []).animations[0].channels[0]
+    np.testing.assert_array_equal(got.times, times)
+    np.testing.assert_array_equal(got.values.astype(np.float32), quats.astype(np.float32))
+    assert got.extras == {"q": 1}
+
+    w = next(fc for fc in compat.action_fcurves(result.actions[0]) if fc.array_index == 0)
+    w.keyframe_points[3].co.y += 0.1  # the slerp key at frame 3
+    w.update()
+    got = extract_scene(bpy.context, armature, []).animations[0].channels[0]
+    np.testing.assert_array_equal(got.times, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 10.5, 11, 12, 13, 14, 15, 16])

@@ -84,8 +84,14 @@ def test_import_builds_armature_skinned_mesh_and_actions(empty_scene, tmp_path):
     walk_frames = {tuple(k.co[0] for k in fc.keyframe_points) for fc in compat.action_fcurves(walk)}
     assert walk_frames == {(0.0, 1.0)}  # two frames, one key each
     assert bpy.context.scene.render.fps == 24  # the frame animation's rate
-    run_frames = {tuple(k.co[0] for k in fc.keyframe_points) for fc in compat.action_fcurves(run)}
-    assert run_frames == {(0.0, 1.5 * convert.TRACK_FPS)}  # keys at 0 s and 1.5 s
+    run_frames = {
+        (fc.data_path.rsplit(".", 1)[1], tuple(k.co[0] for k in fc.keyframe_points))
+        for fc in compat.action_fcurves(run)
+    }
+    end = 1.5 * convert.TRACK_FPS
+    assert {f for path, f in run_frames if path == "location"} == {(0.0, end)}  # keys at 0 s and 1.5 s
+    # Quaternion F-curves also hold the slerp at every whole frame between keys (curves.slerp_keys).
+    assert {f for path, f in run_frames if path == "rotation_quaternion"} == {tuple(np.arange(end + 1))}
 
 
 @pytest.mark.parametrize("name", ["model.tpak", "model.tmdl"])

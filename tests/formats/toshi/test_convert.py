@@ -42,10 +42,8 @@ def test_to_scene_animations_resolve_tkl_keys():
     assert (location.target, location.path) == ("pelvis", "location")
     np.testing.assert_array_equal(location.times, [0, 15])
     np.testing.assert_array_equal(location.values, POSITIONS)
-    # The file's keys, plus the game's slerp at whole frames where a linear curve would leave it.
-    keys = np.isin(rotation.times, location.times)
-    np.testing.assert_allclose(rotation.values[keys], np.array(ROTATIONS, np.float32)[:, [3, 0, 1, 2]])
-    assert set(rotation.times[~keys]) <= set(range(1, 15))
+    np.testing.assert_array_equal(rotation.times, location.times)  # LINEAR quaternions: a slerp (Channel)
+    np.testing.assert_allclose(rotation.values, np.array(ROTATIONS, np.float32)[:, [3, 0, 1, 2]])
     assert (tail_rotation.target, tail_rotation.path) == (
         "tail",
         "rotation_quaternion",
@@ -163,15 +161,11 @@ def test_demo_creature_from_scratch_reads_back_equal():
         wanted = {(c.target, c.path): c for c in source.channels}
         assert {(c.target, c.path) for c in anim.channels} == set(wanted)
         for c in anim.channels:
-            source_times = np.asarray(wanted[c.target, c.path].times)
-            keys = np.isclose(c.times[:, None], source_times[None, :], atol=1e-4).any(
-                axis=1
-            )  # not slerp keys
-            np.testing.assert_allclose(c.times[keys], source_times, atol=1e-4)
+            np.testing.assert_allclose(c.times, wanted[c.target, c.path].times, atol=1e-4)
             values = np.asarray(wanted[c.target, c.path].values)
             if c.path == "rotation_quaternion":
-                values = values * np.sign((values * c.values[keys]).sum(axis=1, keepdims=True))
-            np.testing.assert_allclose(c.values[keys], values, atol=1e-6)
+                values = values * np.sign((values * c.values).sum(axis=1, keepdims=True))
+            np.testing.assert_allclose(c.values, values, atol=1e-6)
     # The two animations share the tail keys in the library.
     assert len(library.rotations) < sum(len(c.times) for a in original.animations for c in a.channels)
     assert scene.images[0].pixels is not None and scene.images[1].pixels is not None
@@ -301,22 +295,3 @@ def test_root_channels_follow_the_axis():
         scene.skeletons[0].rest[0], axis @ tmd.matrices(tmd.read(tmd_bytes()).nodes["bind"])[0]
     )
     assert isinstance(scene.animations[0].channels[0], Channel)
-
-
-def test_rotation_keys_follow_the_slerp_between_distant_keys():
-    """Blender's quaternion curves are linear per component: whole frames between distant keys get slerp keys,
-    which export drops again while they still lie on the slerp (and keeps once edited)."""
-    frames = np.array([0.0, 10.0, 10.5])
-    half_turn = np.array([[1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0.0998, 0.995]])
-    half_turn = half_turn / np.linalg.norm(half_turn, axis=1, keepdims=True)
-    times, values = convert._with_slerp_keys(frames, half_turn)
-    np.testing.assert_array_equal(times, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 10.5])
-    angles = 2 * np.arccos(np.clip(np.abs(values[:11, 0]), 0, 1))
-    np.testing.assert_allclose(angles, np.radians(np.arange(11) * 18.0), atol=1e-9)  # even steps: a slerp
-    channel = Channel("bone", "b", "rotation_quaternion", times, values, "LINEAR")
-    kept = convert._without_slerp_keys(channel, frames)
-    np.testing.assert_array_equal(kept.times, frames)
-    edited = values.copy()
-    edited[3] = [1, 0, 0, 0]
-    channel = Channel("bone", "b", "rotation_quaternion", times, edited, "LINEAR")
-    assert len(convert._without_slerp_keys(channel, frames).times) == len(times)
