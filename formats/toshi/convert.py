@@ -574,16 +574,24 @@ class _KeyTable:
 
     The entries it starts with keep their indices; a key reuses an entry with
     the same bits (or its preferred index, the one it had when imported, when
-    that entry is within KEY_TOLERANCE), else it is appended once.
+    that entry is within KEY_TOLERANCE), else it is appended once. Entries are
+    looked up by their bytes in a sorted index, so a library grows in numpy.
     """
 
     def __init__(self, initial: np.ndarray, keep_preferred: bool):
-        self.initial = initial
+        self.initial = np.ascontiguousarray(initial, np.float32)
         self.keep_preferred = keep_preferred
         self.added: list[np.ndarray] = []
-        self.first: dict[bytes, int] = {}
-        for i, row in enumerate(initial):
-            self.first.setdefault(row.tobytes(), i)
+        self.count = len(self.initial)
+        # The first index of every distinct entry, sorted by the entry's bytes.
+        self.sorted_keys, first = np.unique(self._keys(self.initial), return_index=True)
+        self.sorted_index = first.astype(np.int64)
+
+    @staticmethod
+    def _keys(rows: np.ndarray) -> np.ndarray:
+        """Each row's bytes as one comparable value."""
+        rows = np.ascontiguousarray(rows, np.float32)
+        return rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1]))).ravel()
 
     def indices(self, values: np.ndarray, preferred) -> np.ndarray:
         values = np.ascontiguousarray(values, np.float32)
@@ -594,18 +602,32 @@ class _KeyTable:
             close = np.zeros(len(values), bool)
             close[valid] = np.abs(self.initial[pref[valid]] - values[valid]).max(axis=1) <= KEY_TOLERANCE
             idx[close] = pref[close]
-        for i in np.flatnonzero(idx < 0).tolist():
-            key = values[i].tobytes()
-            if key not in self.first:
-                self.first[key] = len(self.initial) + len(self.added)
-                self.added.append(values[i])
-            idx[i] = self.first[key]
+        todo = np.flatnonzero(idx < 0)
+        if not len(todo):
+            return idx
+        keys = self._keys(values[todo])
+        at = np.searchsorted(self.sorted_keys, keys)
+        hit = at < len(self.sorted_keys)
+        hit[hit] = self.sorted_keys[at[hit]] == keys[hit]
+        found = np.empty(len(todo), np.int64)
+        found[hit] = self.sorted_index[at[hit]]
+        if not hit.all():
+            new_keys = keys[~hit]
+            unique, first, inverse = np.unique(new_keys, return_index=True, return_inverse=True)
+            rank = np.empty(len(unique), np.int64)
+            rank[np.argsort(first, kind="stable")] = np.arange(len(unique))  # appended as first seen
+            new_index = self.count + rank
+            found[~hit] = new_index[inverse.ravel()]
+            self.added.append(values[todo[~hit]][np.sort(first)])
+            self.count += len(unique)
+            place = np.searchsorted(self.sorted_keys, unique)
+            self.sorted_keys = np.insert(self.sorted_keys, place, unique)
+            self.sorted_index = np.insert(self.sorted_index, place, new_index)
+        idx[todo] = found
         return idx
 
     def array(self) -> np.ndarray:
-        return np.concatenate(
-            [self.initial, np.asarray(self.added, np.float32).reshape(-1, self.initial.shape[1])]
-        )
+        return np.concatenate([self.initial, *self.added])
 
 
 class _Library:
