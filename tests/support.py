@@ -1,11 +1,14 @@
 """Helpers shared by the tests (importable as ``support``)."""
 
+import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
+GOLDEN = ROOT / "tests" / "golden"  # golden scene dumps, <family>_<case>.txt
+REGENERATE = os.environ.get("RETRO_REGENERATE_GOLDEN") == "1"
 
 
 def corpus_file(relative: str) -> Path:

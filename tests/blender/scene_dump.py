@@ -18,6 +18,10 @@ The same import gives the same text on Blender 4.2 and 5.0:
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+
 import bpy
 import numpy as np
 from retro_models.operators.blender import compat, props
@@ -49,6 +53,63 @@ def num(value: float) -> str:
 
 def vec(values) -> str:
     return "(" + ", ".join(num(v) for v in np.ravel(values)) + ")"
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()[:12]
+
+
+# Custom properties shown besides "extras": the import's stable, user-visible ones. The
+# builder's own bookkeeping (action records, import groups) is left out: it is not what a
+# user sees, and export tests check it.
+SHOWN_PROPERTIES = ("scene_name", "joint_order", "alpha_mode", "source_format", "source_bytes", "rest_scale")
+
+
+def value_text(value, key: str = "") -> str:
+    """A custom property value, independent of how bytes are encoded: bytes, hex (keys ending
+    "_hex") and base64 (``source_bytes``) show as their length and digest; long strings and
+    lists by length and digest; floats with 3 decimals."""
+    value = props.to_python(value)
+    if isinstance(value, (bytes, bytearray)):
+        return f"<{len(value)} bytes {digest(bytes(value))}>"
+    if isinstance(value, str) and key.endswith("_hex"):
+        return value_text(bytes.fromhex(value))
+    if isinstance(value, str) and key == "source_bytes":
+        import base64
+
+        return value_text(base64.b64decode(value))
+    if isinstance(value, dict):
+        items = (f"{k.removesuffix('_hex')}: {value_text(v, k)}" for k, v in sorted(value.items()))
+        return "{" + ", ".join(items) + "}"
+    if isinstance(value, (list, tuple)):
+        if len(value) > 8:
+            text = json.dumps(value, sort_keys=True, default=str)
+            return f"[{len(value)} items {digest(text.encode())}]"
+        return "[" + ", ".join(value_text(v) for v in value) + "]"
+    if isinstance(value, bool) or isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return num(value)
+    if isinstance(value, str) and os.path.isabs(value):  # a file the import read: its folder varies
+        return repr(f".../{os.path.basename(value)}")
+    if isinstance(value, str) and len(value) > 60:
+        return f"<{len(value)} chars {digest(value.encode())}>"
+    return repr(value)
+
+
+_detail = [True]  # dump(detail=False) leaves out custom properties, node trees and key sums
+
+
+def _properties(owner, lines: list[str], indent: str = "  ") -> None:
+    """The owner's format-only fields (its extras) and the shown custom properties."""
+    if not _detail[0]:
+        return
+    extras = props.get_extras(owner)
+    for key in sorted(extras):
+        lines.append(f"{indent}extra {key.removesuffix('_hex')} = {value_text(extras[key], key)}")
+    for key in SHOWN_PROPERTIES:
+        if key in owner:
+            lines.append(f"{indent}property {key} = {value_text(owner[key], key)}")
 
 
 def _first_last(values: np.ndarray) -> str:
@@ -134,6 +195,11 @@ def _armature(obj, lines: list[str]) -> None:
             f"  bone {bone.name} parent={parent} deform={bone.use_deform} "
             f"head={vec(bone.head_local)} tail={vec(bone.tail_local)} z={vec(z_axis)}"
         )
+        _properties(bone, lines, "    ")
+    _properties(obj, lines)
+    _properties(armature, lines)
+    for pose_bone in _sorted(obj.pose.bones) if _detail[0] else ():
+        lines.append(f"  pose bone {pose_bone.name} rotation_mode={pose_bone.rotation_mode}")
 
 
 def _object_header(obj) -> str:
@@ -185,6 +251,8 @@ def _mesh(obj, lines: list[str]) -> None:
     for modifier in _sorted(obj.modifiers):
         target = getattr(modifier, "object", None)
         lines.append(f"  modifier {modifier.name} {modifier.type} object={target.name if target else '-'}")
+    _properties(obj, lines)
+    _properties(mesh, lines)
 
 
 def _material(material, lines: list[str]) -> None:
@@ -194,6 +262,75 @@ def _material(material, lines: list[str]) -> None:
             n.image.name for n in material.node_tree.nodes if n.type == "TEX_IMAGE" and n.image is not None
         )
     lines.append(f"material {material.name}: images {', '.join(names) or '-'}")
+    if _detail[0]:
+        lines.append(
+            f"  backface_culling={material.use_backface_culling} "
+            f"diffuse={vec(material.diffuse_color)} blend={getattr(material, 'surface_render_method', '-')}"
+        )
+    _properties(material, lines)
+    if material.node_tree is not None and _detail[0]:
+        _node_tree(material.node_tree, lines)
+
+
+# Node settings that change what a node does (those a node type has).
+_NODE_SETTINGS = (
+    "blend_type",
+    "operation",
+    "data_type",
+    "interpolation",
+    "extension",
+    "projection",
+    "vector_type",
+    "clamp",
+    "use_clamp",
+)
+_defaults: dict[str, dict[str, str]] = {}
+
+
+def _input_text(socket) -> str | None:
+    value = getattr(socket, "default_value", None)
+    if value is None or isinstance(value, str):
+        return None
+    if hasattr(value, "__len__"):
+        return vec(value)
+    return num(value)
+
+
+def _default_inputs(bl_idname: str) -> dict[str, str]:
+    """Input values of a new node of this type: only values the import set are shown (Blender
+    versions add inputs with their own defaults)."""
+    if bl_idname not in _defaults:
+        group = bpy.data.node_groups.new("scene_dump defaults", "ShaderNodeTree")
+        try:
+            node = group.nodes.new(bl_idname)
+            _defaults[bl_idname] = {s.identifier: _input_text(s) for s in node.inputs}
+        finally:
+            bpy.data.node_groups.remove(group)
+    return _defaults[bl_idname]
+
+
+def _node_tree(tree, lines: list[str]) -> None:
+    _properties(tree, lines)
+    for node in _sorted(tree.nodes):
+        settings = [f"{k}={getattr(node, k)}" for k in _NODE_SETTINGS if hasattr(node, k)]
+        image = getattr(node, "image", None)
+        if image is not None:
+            settings.append(f"image={image.name}")
+        lines.append(f"  node {node.name} {node.bl_idname} {' '.join(settings)}".rstrip())
+        defaults = _default_inputs(node.bl_idname)
+        for socket in node.inputs:
+            text = _input_text(socket)
+            if not socket.is_linked and text is not None and text != defaults.get(socket.identifier):
+                lines.append(f"    {socket.identifier} = {text}")
+        _properties(node, lines, "    ")
+    links = sorted(
+        f"{link.from_node.name}.{link.from_socket.identifier} -> {link.to_node.name}.{link.to_socket.identifier}"
+        for link in tree.links
+    )
+    for link in links:
+        lines.append(f"  link {link}")
+    if tree.animation_data is not None and tree.animation_data.action is not None:
+        lines.append(f"  playing {tree.animation_data.action.name}")
 
 
 def _image(image, lines: list[str]) -> None:
@@ -202,11 +339,22 @@ def _image(image, lines: list[str]) -> None:
     image.pixels.foreach_get(pixels)
     pixels = pixels.reshape(-1, image.channels)
     lines.append(f"image {image.name}: {width}x{height} pixels {_first_last(pixels)}")
+    if _detail[0]:
+        texels = np.round(pixels * 255).astype(np.int16)
+        lines.append(
+            f"  packed={image.packed_file is not None} alpha={image.alpha_mode} "
+            f"colorspace={image.colorspace_settings.name} pixels_digest={digest(texels.tobytes())}"
+        )
+    _properties(image, lines)
 
 
 def _action(action, lines: list[str]) -> None:
     start, end = action.frame_range
-    lines.append(f"action {action.name}: frames {num(start)}..{num(end)}")
+    header = f"action {action.name}: frames {num(start)}..{num(end)}"
+    if _detail[0]:
+        header += f" fake_user={action.use_fake_user} cyclic={action.use_cyclic}"
+    lines.append(header)
+    _properties(action, lines)
     fcurves = sorted(compat.action_fcurves(action), key=lambda f: (f.data_path, f.array_index))
     for fcurve in fcurves:
         points = fcurve.keyframe_points
@@ -216,11 +364,46 @@ def _action(action, lines: list[str]) -> None:
         if len(co):
             keys = f"{vec(co[0])} … {vec(co[-1])} values {num(co[:, 1].min())}..{num(co[:, 1].max())}"
         lines.append(f"  {fcurve.data_path}[{fcurve.array_index}] {len(points)} keys {keys}{modifiers}")
+        if len(co) and _detail[0]:
+            lines.append(f"    {_keys_checksum(points)}")
 
 
-def dump(source=None) -> str:
+def _keys_checksum(points) -> str:
+    """Sums over every key and handle and the interpolation codes of an F-curve, so that a change
+    to any key shows (sums, not digests: float noise between Blender versions must not)."""
+    parts = [
+        np.abs(_get(points, name, 2, np.float64)).sum(axis=0)
+        for name in ("co", "handle_left", "handle_right")
+    ]
+    modes = np.bincount(_get(points, "interpolation", 1, np.int32).ravel(), minlength=3)
+    sums = " ".join(
+        f"{side}=({', '.join(f'{v:.2f}' for v in part)})"
+        for side, part in zip(("keys", "left", "right"), parts, strict=True)
+    )
+    return f"sums {sums} interpolation={modes.tolist()}"
+
+
+def _parent_name(root, child) -> str:
+    for collection in [root, *root.children_recursive]:
+        if child.name in collection.children:
+            return collection.name
+    return "-"
+
+
+def dump(source=None, *, detail: bool = True) -> str:
     """The dump of a collection (what one import made: its objects with their data, materials,
-    images and actions), or of everything in ``bpy.data`` when ``source`` is None or a context."""
+    images and actions), or of everything in ``bpy.data`` when ``source`` is None or a context.
+
+    ``detail``: with custom properties, node trees and sums of every key (the golden dumps);
+    without, what a from-scratch model and its re-import must share."""
+    _detail[0] = detail
+    try:
+        return _dump(source)
+    finally:
+        _detail[0] = True
+
+
+def _dump(source) -> str:
     objects = _sorted(_objects(source))
     armatures = [o for o in objects if o.type == "ARMATURE"]
     meshes = [o for o in objects if o.type == "MESH"]
@@ -235,6 +418,11 @@ def dump(source=None) -> str:
         f"objects={len(objects)} meshes={len({o.data.name for o in meshes})} materials={len(materials)} "
         f"images={len(images)} actions={len(actions)} armatures={len({o.data.name for o in armatures})}"
     ]
+    if isinstance(source, bpy.types.Collection):
+        lines.append(f"collection {source.name}")
+        _properties(source, lines)
+        for child in _sorted(source.children_recursive):
+            lines.append(f"collection {child.name} in {_parent_name(source, child)}")
     for obj in objects:
         lines.append(_object_header(obj))
     for obj in armatures:

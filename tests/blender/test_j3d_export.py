@@ -1,6 +1,6 @@
 """File > Export > J3D animation: applied animations written back, edits, actions made in Blender, errors.
 
-Armatures and materials come from the Scene builder (test_j3d_operators' helpers); the real files
+Armatures and materials come from the Scene builder (j3d_support); the real files
 from ../shared/corpus/j3d. Written files are read back with the format layer and evaluated with
 ``formats.j3d.evaluate``, the game's own curves.
 """
@@ -8,17 +8,17 @@ from ../shared/corpus/j3d. Written files are read back with the format layer and
 import bpy
 import numpy as np
 import pytest
-from retro_models.formats.j3d import bck, bpk, convert, evaluate
-from retro_models.operators.blender import compat, props
-from retro_models.operators.j3d import READERS
-from support import corpus_file, corpus_files, data_counts
-from test_j3d_operators import (
+from j3d_support import (
     assert_same_transforms,
     blender_local,
     expected_local,
     make_armature,
     material_object,
 )
+from retro_models.formats.j3d import bck, bpk, convert, evaluate
+from retro_models.operators.blender import compat, props
+from retro_models.operators.j3d import READERS
+from support import corpus_file, corpus_files, data_counts
 
 ANIMATIONS = [p for p in corpus_files("j3d/*") if p.suffix in READERS]
 

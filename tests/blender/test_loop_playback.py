@@ -11,10 +11,10 @@ At end + k·period exactly Blender shows the held last value where a repeating g
 """
 
 import bpy
+import j3d_support as j3d_playback
 import numpy as np
 import pytest
-import test_j3d_operators as j3d_playback
-import test_ttyd_playback as ttyd_playback
+import ttyd_support as ttyd_playback
 from retro_models.formats.j3d import bck, evaluate
 from retro_models.formats.j3d import convert as j3d_convert
 from retro_models.formats.j3d.container import track_keys

@@ -10,7 +10,6 @@ not depend on the vertex order or the strip layout the exporter chose.
 
 import os
 import shutil
-from pathlib import Path
 
 import bpy
 import numpy as np
@@ -966,8 +965,9 @@ def test_object_transforms_are_baked_into_the_vertices(demo, out):
 
 def test_exported_demo_reimports_to_the_golden_dump(demo, out):
     import scene_dump
+    from support import GOLDEN
 
-    golden = Path(__file__).resolve().parent / "golden" / "toshi_demo_creature.txt"
+    golden = GOLDEN / "toshi_demo_creature.txt"
     assert export(out, demo) == {"FINISHED"}
     bpy.ops.wm.read_factory_settings(use_empty=True)
     assert bpy.ops.import_scene.toshi_tmd(filepath=str(out / "demo.tmd"), lods="ALL") == {"FINISHED"}

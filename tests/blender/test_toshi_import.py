@@ -1,13 +1,6 @@
-"""Importing a TMD with the operator users run: a golden dump, and the pose and skinning the game shows.
+"""Importing a TMD with the operator users run: the pose and skinning the game shows.
 
-- Golden dump: the demo creature (tools/demo_creature.py) written to disk and
-  imported with ``import_scene.toshi_tmd`` (all LODs), dumped by
-  ``scene_dump.dump`` and compared with ``golden/toshi_demo_creature.txt``.
-  The dump is the same on Blender 4.2 and 5.0. After an intended change,
-  regenerate the reference and review its diff::
-
-      RETRO_REGENERATE_GOLDEN=1 .venv/bin/python -m pytest tests/blender/test_toshi_import.py \
-          -p no:pytest-blender -q
+(The demo creature's golden dump is one of tests/blender/test_golden.py's cases.)
 
 - Pose and skinning fidelity: every animation at every whole frame and at
   sub-frames between keys; Blender's bone matrices and deformed vertices are
@@ -18,22 +11,17 @@
   distant keys, so they follow it.)
 """
 
-import difflib
-import os
 from pathlib import Path
 
 import bpy
 import demo_creature
 import numpy as np
 import pytest
-import scene_dump
 from retro_models.formats import scene as sc
 from retro_models.formats.toshi import convert, evaluate, tkl, tmd
 from retro_models.operators import toshi as toshi_operators
 from retro_models.operators.blender import compat, props
 
-GOLDEN = Path(__file__).resolve().parent / "golden" / "toshi_demo_creature.txt"
-REGENERATE = os.environ.get("RETRO_REGENERATE_GOLDEN") == "1"
 TOLERANCE = 1e-4
 # Start, halfway between the keys at frames 10 and 15 (a sub-frame), end.
 MIDDLE_FRAME = 12.5
@@ -87,24 +75,6 @@ def play(armature, action) -> None:
 def frames_of(animation: tmd.Animation) -> list[float]:
     end = float(np.float32(animation.duration)) * convert.FPS
     return [*np.arange(0.0, np.floor(end) + 1), 7.25, MIDDLE_FRAME, 21.75, end]
-
-
-def test_import_matches_golden_dump(empty_scene, demo):
-    path, _, _ = demo
-    text = scene_dump.dump(import_tmd(path))
-    if REGENERATE:
-        GOLDEN.parent.mkdir(exist_ok=True)
-        GOLDEN.write_text(text, encoding="utf-8")
-    assert GOLDEN.exists(), f"no golden dump {GOLDEN}: run with RETRO_REGENERATE_GOLDEN=1 to write it"
-    expected = GOLDEN.read_text(encoding="utf-8")
-    diff = "".join(
-        difflib.unified_diff(
-            expected.splitlines(True), text.splitlines(True), str(GOLDEN.name), "this import"
-        )
-    )
-    assert text == expected, (
-        f"import differs from the golden dump (RETRO_REGENERATE_GOLDEN=1 rewrites it):\n{diff}"
-    )
 
 
 def test_pose_matches_the_game(empty_scene, demo):
