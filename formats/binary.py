@@ -14,19 +14,7 @@ import struct
 
 import numpy as np
 
-
-class ExportError(ValueError):
-    """Scene data a format cannot hold (a name too long, a mesh too big…); the message names the object."""
-
-
-class FormatError(ValueError):
-    """A file does not match its format: names the file, the offset and the problem."""
-
-    def __init__(self, filename: str, offset: int, message: str):
-        self.filename = filename
-        self.offset = offset
-        self.problem = message
-        super().__init__(f"{filename}: at offset {offset} (0x{offset:X}): {message}")
+from .errors import FormatError
 
 
 def _order(endian: str) -> str:

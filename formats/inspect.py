@@ -12,7 +12,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from .binary import FormatError
+from .errors import FormatError
 
 # Families in the order their detectors are tried.
 FAMILIES: list[str] = ["toshi", "j3d", "tmrf", "tamsoft", "ttyd", "textures"]

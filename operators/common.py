@@ -16,7 +16,7 @@ import bpy
 from bpy.props import CollectionProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper, axis_conversion
 
-from ..formats.binary import ExportError, FormatError
+from ..formats.errors import RetroError
 from ..formats.scene import Scene
 
 # Datablock collections an import may add to; rolled back together on failure.
@@ -58,10 +58,6 @@ def axis_matrix_from(op) -> list:
     import numpy as np
 
     return np.array(axis_conversion(from_forward=op.axis_forward, from_up=op.axis_up).to_4x4())
-
-
-class SelectionError(OSError):
-    """The selection holds nothing a file applies to (an OSError: FileImporter reports it and rolls back)."""
 
 
 def target_armature(context):
@@ -184,7 +180,7 @@ class FileImporter(ImportHelper):
                         progress.step()
                         result = self.build(context, scene, path, progress.fraction)
                         progress.step()
-                except (FormatError, OSError) as e:
+                except (RetroError, OSError) as e:
                     failed += 1
                     self.report({"ERROR"}, str(e))
                     continue
@@ -224,7 +220,7 @@ class FileExporter(ExportHelper):
         progress = Progress(context, 1)  # the busy cursor while the files are made
         try:
             written, warnings = self.save(context)
-        except (ExportError, FormatError, OSError) as e:
+        except (RetroError, OSError) as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}
         finally:

@@ -19,10 +19,10 @@ import bpy
 import numpy as np
 from bpy.props import BoolProperty, EnumProperty, StringProperty
 
-from ..formats.binary import ExportError, FormatError
+from ..formats.errors import ExportError, FormatError, SelectionError
 from ..formats.j3d import bck, bmt, bpk, brk, btk, btp, convert, material_set
 from ..formats.scene import Animation, Channel, Scene, Skeleton, quat_to_matrix
-from .common import FileExporter, FileImporter, SelectionError, target_armature, write_files
+from .common import FileExporter, FileImporter, target_armature, write_files
 
 READERS = {".bck": bck, ".btk": btk, ".brk": brk, ".bpk": bpk, ".btp": btp}
 EXTENSIONS = (*READERS, ".bmt")

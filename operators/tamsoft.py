@@ -11,7 +11,7 @@ import bpy
 from bpy.props import StringProperty
 from bpy_extras.io_utils import orientation_helper
 
-from ..formats.binary import FormatError
+from ..formats.errors import FormatError
 from ..formats.scene import Scene
 from ..formats.tamsoft import cat, convert, names, tmd0
 from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, target_armature, write_files

@@ -17,18 +17,10 @@ import numpy as np
 from bpy.props import EnumProperty, StringProperty
 from bpy_extras.io_utils import orientation_helper
 
-from ..formats.binary import ExportError
+from ..formats.errors import ExportError, SelectionError
 from ..formats.scene import Scene, axis_matrix
 from ..formats.tmrf import convert, media
-from .common import (
-    FileExporter,
-    FileImporter,
-    SelectionError,
-    axis_matrix_from,
-    draw_transform,
-    target_armature,
-    write_files,
-)
+from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, target_armature, write_files
 
 # The spec names no axes: the default conversion keeps the file's.
 AXIS_FORWARD, AXIS_UP = "Y", "Z"

@@ -10,7 +10,7 @@ import numpy as np
 from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper, orientation_helper
 
-from ..formats.binary import FormatError
+from ..formats.errors import FormatError
 from ..formats.scene import Scene, axis_matrix
 from ..formats.toshi import convert, tkl, tmd, tml
 from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, target_armature, write_files

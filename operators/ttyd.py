@@ -16,7 +16,7 @@ import numpy as np
 from bpy.props import EnumProperty, StringProperty
 from bpy_extras.io_utils import orientation_helper
 
-from ..formats.binary import ExportError, FormatError
+from ..formats.errors import ExportError, FormatError
 from ..formats.scene import Scene
 from ..formats.textures import gx
 from ..formats.textures import tpl as tpl_format

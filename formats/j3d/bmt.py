@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..binary import FormatError
+from ..errors import FormatError
 from .container import MODEL_MAGIC, Framing, RawSection, read_container, write_container
 from .mat3 import MAT3, read_mat3, write_mat3
 from .tex1 import TEX1, read_tex1, write_tex1

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..binary import FormatError, Reader, Writer
+from ..binary import Reader, Writer
+from ..errors import FormatError
 
 ANIMATION_MAGIC = b"J3D1"
 MODEL_MAGIC = b"J3D2"

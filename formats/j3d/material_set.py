@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..binary import FormatError
+from ..errors import FormatError
 from ..scene import Image, Material, Scene, TextureSlot
 from ..textures import gx
 from . import tex1 as tex1_module

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..binary import FormatError, Reader, Writer
+from ..binary import Reader, Writer
+from ..errors import FormatError
 from . import tmd0
 
 END_OF_OFFSETS = 0xFFFFFFFF

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..binary import ExportError, FormatError
+from ..errors import ExportError, FormatError
 from ..scene import Image, Layer, Material, Mesh, Scene, Skeleton, TextureSlot, axis_matrix
 from ..textures import dds
 from . import cat, tmd0

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..binary import FormatError, Reader, Writer, with_endian
+from ..binary import Reader, Writer, with_endian
+from ..errors import FormatError
 
 MAGICS = (b"tmd0", b"0dmt")  # as written by little- and big-endian tools of the engine
 VERSION = 0x0100

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..binary import FormatError, Reader
+from ..binary import Reader
+from ..errors import FormatError
 from . import bc1
 from .raster import as_rgba, expand_bits, pad_to_multiple, quantize_bits
 

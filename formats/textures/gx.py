@@ -13,7 +13,7 @@ import heapq
 
 import numpy as np
 
-from ..binary import FormatError
+from ..errors import FormatError
 from . import bc1
 from .raster import as_rgba, check_texels, expand_bits, pad_to_multiple, quantize_bits
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..binary import FormatError
+from ..errors import FormatError
 
 # Byte formats: the channel stored in each byte, in memory order.
 RGBA8888_CHANNELS = "RGBA"

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..binary import FormatError, Reader
+from ..binary import Reader
+from ..errors import FormatError
 from . import gx
 
 MAGIC = 0x0020AF30

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..binary import FormatError, Reader, Writer
+from ..binary import Reader, Writer
+from ..errors import FormatError
 from .resources import (
     CONTENT_TYPES,
     HINTED_TYPES,

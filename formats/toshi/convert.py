@@ -38,7 +38,7 @@ import dataclasses
 
 import numpy as np
 
-from ..binary import ExportError, FormatError
+from ..errors import ExportError, FormatError
 from ..scene import (
     Animation,
     Channel,

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..binary import FormatError, Reader, Writer
+from ..binary import Reader, Writer
+from ..errors import FormatError
 from ..textures import dds, raster
 
 MAGIC = b"TML1"

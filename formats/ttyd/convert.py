@@ -59,7 +59,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..binary import ExportError, with_endian
+from ..binary import with_endian
+from ..errors import ExportError
 from ..scene import (
     Animation,
     Channel,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..binary import FormatError
+from ..errors import FormatError
 from .model import DELTA_TABLES, NODE_FLOATS, AnimationData, Model, group_parents, running_indices
 
 FPS = 60.0

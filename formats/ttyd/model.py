@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..binary import FormatError, Reader, Writer, with_endian
+from ..binary import Reader, Writer, with_endian
+from ..errors import FormatError
 
 ENDIAN = ">"
 HEADER_SIZE = 0x1B0

@@ -2,7 +2,8 @@ import struct
 
 import numpy as np
 import pytest
-from retro_models.formats.binary import FormatError, Reader, Writer, with_endian
+from retro_models.formats.binary import Reader, Writer, with_endian
+from retro_models.formats.errors import FormatError
 
 
 def test_scalars_both_orders():

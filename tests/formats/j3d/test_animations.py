@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from j3d_fixtures import bck_bytes, bpk_bytes, brk_bytes, btk_bytes, btp_bytes, pad
-from retro_models.formats.binary import FormatError
+from retro_models.formats.errors import FormatError
 from retro_models.formats.j3d import bck, bpk, brk, btk, btp
 from retro_models.formats.j3d.brk import ColorGroup, color_entries
 from retro_models.formats.j3d.btp import pattern_entries

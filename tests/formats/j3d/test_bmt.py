@@ -8,7 +8,7 @@ import support
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from j3d_fixtures import bmt_bytes, j3d, mat3_bytes, tex1_bytes
-from retro_models.formats.binary import FormatError
+from retro_models.formats.errors import FormatError
 from retro_models.formats.j3d import bmt
 from retro_models.formats.j3d.mat3 import MAT3, MATERIAL_DTYPE, TABLES, read_mat3, write_mat3
 from retro_models.formats.j3d.tex1 import BTI_DTYPE, read_tex1, write_tex1

@@ -3,7 +3,8 @@ import struct
 import numpy as np
 import pytest
 from j3d_fixtures import HASH_M1, HASH_MAT, j3d, names_table, pad
-from retro_models.formats.binary import FormatError, Reader
+from retro_models.formats.binary import Reader
+from retro_models.formats.errors import FormatError
 from retro_models.formats.j3d import container
 from retro_models.formats.j3d.container import (
     TRACK_DTYPE,

@@ -5,7 +5,7 @@ import importlib
 import numpy as np
 import pytest
 import support
-from retro_models.formats.binary import FormatError
+from retro_models.formats.errors import FormatError
 from retro_models.formats.j3d import bck, convert, evaluate, inspect
 
 ANIMATIONS = [

@@ -2,7 +2,7 @@
 
 import pytest
 from j3d_fixtures import bck_bytes, bmt_bytes, bpk_bytes, brk_bytes, btk_bytes, btp_bytes
-from retro_models.formats.binary import FormatError
+from retro_models.formats.errors import FormatError
 from retro_models.formats.j3d import inspect
 
 

@@ -4,7 +4,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from retro_models.formats.binary import FormatError
+from retro_models.formats.errors import FormatError
 from retro_models.formats.j3d import bmt
 from retro_models.formats.j3d.material_set import bmt_to_scene
 from support import corpus_file

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from retro_models.formats.binary import FormatError
+from retro_models.formats.errors import FormatError
 from retro_models.formats.tamsoft import cat, convert, inspect, names, tmd0
 from tamsoft_fixtures import (
     BONE_HEADS,

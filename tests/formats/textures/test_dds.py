@@ -4,7 +4,7 @@ import struct
 
 import numpy as np
 import pytest
-from retro_models.formats.binary import FormatError
+from retro_models.formats.errors import FormatError
 from retro_models.formats.textures import dds
 
 RED, BLUE, GREEN = 0xF800, 0x001F, 0x07E0

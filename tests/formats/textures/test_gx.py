@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from retro_models.formats.binary import FormatError
+from retro_models.formats.errors import FormatError
 from retro_models.formats.textures import gx
 
 LOSSLESS = [gx.I4, gx.I8, gx.IA4, gx.IA8, gx.RGB565, gx.RGB5A3, gx.RGBA8]

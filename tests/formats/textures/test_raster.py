@@ -4,7 +4,7 @@ import struct
 
 import numpy as np
 import pytest
-from retro_models.formats.binary import FormatError
+from retro_models.formats.errors import FormatError
 from retro_models.formats.textures import raster
 
 

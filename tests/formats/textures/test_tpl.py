@@ -5,7 +5,7 @@ import struct
 import numpy as np
 import pytest
 import support
-from retro_models.formats.binary import FormatError
+from retro_models.formats.errors import FormatError
 from retro_models.formats.textures import gx, tpl
 
 

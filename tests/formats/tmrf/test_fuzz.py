@@ -7,7 +7,7 @@ import tmrf_fixtures as fx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from retro_models.formats.binary import FormatError
+from retro_models.formats.errors import FormatError
 from retro_models.formats.tmrf import convert, media
 from retro_models.formats.tmrf import resources as res
 

@@ -2,7 +2,7 @@
 
 import pytest
 import tmrf_fixtures as fx
-from retro_models.formats.binary import FormatError
+from retro_models.formats.errors import FormatError
 from retro_models.formats.tmrf import inspect
 
 

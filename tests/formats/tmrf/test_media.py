@@ -6,7 +6,7 @@ import struct
 import numpy as np
 import pytest
 import tmrf_fixtures as fx
-from retro_models.formats.binary import FormatError
+from retro_models.formats.errors import FormatError
 from retro_models.formats.tmrf import media
 from retro_models.formats.tmrf import resources as res
 

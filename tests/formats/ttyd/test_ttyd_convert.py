@@ -7,7 +7,7 @@ import pytest
 import ttyd_fixtures as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from retro_models.formats.binary import FormatError
+from retro_models.formats.errors import FormatError
 from retro_models.formats.scene import axis_matrix, compose
 from retro_models.formats.textures import gx
 from retro_models.formats.textures import tpl as tpl_format

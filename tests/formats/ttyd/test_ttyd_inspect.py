@@ -4,7 +4,7 @@ import struct
 
 import pytest
 import ttyd_fixtures as F
-from retro_models.formats.binary import FormatError
+from retro_models.formats.errors import FormatError
 from retro_models.formats.ttyd import inspect
 
 

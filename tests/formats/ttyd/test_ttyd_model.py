@@ -7,7 +7,8 @@ import pytest
 import ttyd_fixtures as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from retro_models.formats.binary import FormatError, with_endian
+from retro_models.formats.binary import with_endian
+from retro_models.formats.errors import FormatError
 from retro_models.formats.ttyd import model as fmt
 
 
