@@ -24,14 +24,14 @@ class VIEW3D_PT_retro_toshi(bpy.types.Panel):
         extras = props.get_extras(context.active_object.data)
         record = props.import_record([context.active_object])
         # The record's extras hold the whole stored library: read only the two keys needed.
-        header = record[props.EXTRAS] if record is not None and props.EXTRAS in record else {}
+        header = props.get_extras(record, "tkl_field") if record is not None else {}
         layout = self.layout
         col = layout.column(align=True)
         col.label(text=f"Model: {bpy.path.basename(extras['source_file'])}", icon="FILE")
         col.label(text=f"Keyframe library: {library_name(header) or '(none)'}", icon="ACTION")
         if extras.get("tkl_file"):
             col.label(text=f"Loaded from: {bpy.path.basename(extras['tkl_file'])}")
-        if TKL_LIBRARY in header:
+        if record is not None and TKL_LIBRARY in record.get(props.EXTRAS, {}):
             col.label(text="Library kept in this .blend for export", icon="PACKAGE")
         layout.operator("retro_models.toshi_load_tkl", icon="IMPORT")
 

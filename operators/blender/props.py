@@ -1,7 +1,8 @@
 """Names of the custom properties and attributes the builder leaves for the extractor.
 
-Extras go whole into one ``"extras"`` property of the ID (or bone, or node),
-so nothing else a user or another add-on stores there is mistaken for them.
+Extras go whole into one ``"extras"`` property of the ID (or bone, or node), through the one
+codec (``formats.extras``), so nothing else a user or another add-on stores there is mistaken
+for them and every value a converter kept comes back as it was.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import re
 
 import bpy
+
+from ...formats import extras as codec
 
 EXTRAS = "extras"
 SCENE_NAME = (
@@ -58,11 +61,17 @@ def scene_name(owner) -> str:
 
 def set_extras(owner, extras: dict) -> None:
     if extras:
-        owner[EXTRAS] = extras
+        owner[EXTRAS] = codec.encode(extras)
 
 
-def get_extras(owner) -> dict:
-    return to_python(owner[EXTRAS]) if EXTRAS in owner else {}
+def get_extras(owner, *keys: str) -> dict:
+    """The owner's extras, decoded; with ``keys``, only those present (cheap beside large ones)."""
+    if EXTRAS not in owner:
+        return {}
+    stored = owner[EXTRAS]
+    if keys:
+        return {k: codec.decode(stored[k]) for k in keys if k in stored}
+    return codec.decode(stored)
 
 
 def import_record(objects):

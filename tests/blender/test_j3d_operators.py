@@ -34,7 +34,7 @@ def test_bck_matches_the_game_at_every_frame(empty_scene, path, rotated):
     armature = make_armature(context, model.joint_count, rotated)
     assert bpy.ops.import_scene.j3d_animation(filepath=str(path)) == {"FINISHED"}
     action = armature.animation_data.action
-    assert action is not None and action[props.EXTRAS]["loop_mode"] == model.loop_mode
+    assert action is not None and props.get_extras(action)["loop_mode"] == model.loop_mode
     fcurves = compat.action_fcurves(action)
     if not rotated:
         # Identity rests: every track is one F-curve with the file's keys (Blender may merge keys less than
