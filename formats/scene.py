@@ -59,6 +59,31 @@ class Skeleton:
         return local
 
 
+def tree_order(parents: np.ndarray) -> list[int]:
+    """Node indices with every parent before its children (file order otherwise); −1: a root."""
+    parents = np.asarray(parents)
+    order, placed = [], np.zeros(len(parents), bool)
+    while not placed.all():
+        ready = ~placed & ((parents < 0) | placed[np.maximum(parents, 0)])
+        if not ready.any():
+            raise ValueError("the parent links form a cycle")
+        order += np.flatnonzero(ready).tolist()
+        placed |= ready
+    return order
+
+
+def world_from_local(local: np.ndarray, parents: np.ndarray) -> np.ndarray:
+    """World (model-space) matrices (…, N, 4, 4) from parent-relative ones, down the tree
+    (−1: a root). Leading axes (e.g. frames) are kept."""
+    local = np.asarray(local, np.float64)
+    world = local.copy()
+    for i in tree_order(parents):
+        parent = parents[i]
+        if parent >= 0:
+            world[..., i, :, :] = world[..., parent, :, :] @ local[..., i, :, :]
+    return world
+
+
 @dataclass
 class Layer:
     """One named per-vertex ('POINT') or per-corner ('CORNER') attribute."""

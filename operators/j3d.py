@@ -351,7 +351,7 @@ def export_action(context, kind: str, group: str = PLAYING):
 def quaternions_to_eulers(animation: Animation) -> None:
     """Bone rotations keyed as quaternions (Blender's default) as the XYZ eulers a BCK keys, sampled at
     every whole frame of their keyed range (rotation keys sit on whole frames in the file)."""
-    from .blender.curves import matrix_to_euler, sample
+    from ..formats.curves import matrix_to_euler, sample
 
     for channel in animation.channels:
         if channel.target_kind != "bone" or channel.path != "rotation_quaternion":
@@ -370,7 +370,7 @@ def quaternions_to_eulers(animation: Animation) -> None:
 def hold_rest(animation: Animation, skeleton: Skeleton) -> None:
     """Joint components the action does not key hold their rest: a BCK track without keys means
     scale 1, rotation 0 and translation 0, not the model's rest."""
-    from .blender.curves import matrix_to_euler
+    from ..formats.curves import matrix_to_euler
 
     local = skeleton.local_rest()
     scales = np.linalg.norm(local[:, :3, :3], axis=1)

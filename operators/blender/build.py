@@ -59,11 +59,7 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ...formats.j3d.bpk import COLOR_RANGE as MATERIAL_COLOR_RANGE
-from ...formats.j3d.brk import KONST_RANGE, REGISTER_RANGE
-from ...formats.scene import Animation, Channel, Image, Layer, Material, Mesh, Scene, Skeleton, matrix_to_quat
-from . import compat, props
-from .curves import (
+from ...formats.curves import (
     BoneMaps,
     continuity_signs,
     euler_to_matrix,
@@ -75,6 +71,10 @@ from .curves import (
     slerp_keys,
     split_bezier,
 )
+from ...formats.j3d.bpk import COLOR_RANGE as MATERIAL_COLOR_RANGE
+from ...formats.j3d.brk import KONST_RANGE, REGISTER_RANGE
+from ...formats.scene import Animation, Channel, Image, Layer, Material, Mesh, Scene, Skeleton, matrix_to_quat
+from . import compat, props
 
 INTERPOLATION_CODES = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}
 _HANDLE_FREE = 0

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 import bpy
 import numpy as np
 
+from ...formats.curves import euler_to_matrix, map_keys, matrix_to_euler, sample, unloop_rows, unslerp_keys
 from ...formats.scene import (
     Animation,
     Channel,
@@ -33,7 +34,6 @@ from ...formats.scene import (
 )
 from . import compat, props
 from .build import INTERPOLATION_CODES, bake_frames, bone_maps, keys_hash, pixels_hash
-from .curves import euler_to_matrix, map_keys, matrix_to_euler, sample, unloop_rows, unslerp_keys
 
 _EXTENSION_TO_WRAP = {"REPEAT": "REPEAT", "EXTEND": "CLAMP", "CLIP": "CLAMP", "MIRROR": "MIRROR"}
 _WRAP_TO_EXTENSION = {"REPEAT": "REPEAT", "CLAMP": "EXTEND", "MIRROR": "MIRROR"}

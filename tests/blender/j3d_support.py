@@ -3,9 +3,9 @@ builder, and the game's joint transforms next to Blender's."""
 
 import numpy as np
 from retro_models.formats import scene as sc
+from retro_models.formats.curves import euler_to_matrix
 from retro_models.formats.j3d import evaluate
 from retro_models.operators.blender.build import build_scene
-from retro_models.operators.blender.curves import euler_to_matrix
 
 ANGLE_TOLERANCE = 1e-3  # degrees
 LENGTH_TOLERANCE = 1e-4

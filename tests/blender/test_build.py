@@ -521,8 +521,8 @@ def test_animatable_mapping_gives_every_slot_a_mapping_node(empty_scene):
 
 def test_sampling_matches_blender_bezier_evaluation(empty_scene):
     """The sampler used for baking agrees with Blender, also where handles overlap the next key."""
+    from retro_models.formats.curves import sample
     from retro_models.operators.blender.build import _write_fcurve
-    from retro_models.operators.blender.curves import sample
 
     times = np.array([0.0, 4.0, 5.0, 12.0])
     values = np.array([[0.0], [2.0], [-1.0], [0.5]])

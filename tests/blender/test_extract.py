@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from blender.test_build import X_TO_Y, euler_scene, make_scene, random_quats
 from retro_models.formats import scene as sc
+from retro_models.formats.curves import slerp, slerp_keys, unslerp_keys
 from retro_models.operators.blender import compat, props
 from retro_models.operators.blender.build import MERGE_DISTANCE, bone_maps, build_scene
-from retro_models.operators.blender.curves import slerp, slerp_keys, unslerp_keys
 from retro_models.operators.blender.extract import extract_scene
 
 TOLERANCE = 1e-5
@@ -216,7 +216,7 @@ def test_euler_channels_come_back(empty_scene):
     # The baked child: euler keys at every frame whose rotations are the original curve's.
     assert (child.path, child.interpolation, child.extras) == ("rotation_euler", "LINEAR", {})
     np.testing.assert_array_equal(child.times, np.arange(21.0))
-    from retro_models.operators.blender.curves import euler_to_matrix, sample
+    from retro_models.formats.curves import euler_to_matrix, sample
 
     expected = sample(want.times, want.values, "BEZIER", want.handles_left, want.handles_right, child.times)
     np.testing.assert_allclose(euler_to_matrix(child.values), euler_to_matrix(expected), atol=1e-5)
@@ -314,7 +314,7 @@ def test_euler_keys_on_a_rotated_rest_follow_the_curve_between_keys(empty_scene)
 
 
 def euler_matrix(angles) -> np.ndarray:
-    from retro_models.operators.blender.curves import euler_to_matrix
+    from retro_models.formats.curves import euler_to_matrix
 
     return euler_to_matrix(np.asarray(angles, np.float64)[None])[0]
 

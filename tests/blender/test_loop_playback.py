@@ -15,6 +15,7 @@ import j3d_support as j3d_playback
 import numpy as np
 import pytest
 import ttyd_support as ttyd_playback
+from retro_models.formats.curves import loop_keys, sample
 from retro_models.formats.j3d import bck, evaluate
 from retro_models.formats.j3d import convert as j3d_convert
 from retro_models.formats.j3d.container import track_keys
@@ -27,7 +28,6 @@ from retro_models.operators.blender.build import (
     _loop_record,
     _write_fcurve,
 )
-from retro_models.operators.blender.curves import loop_keys, sample
 from retro_models.operators.blender.extract import _fcurve_rows, extract_scene
 from support import corpus_file
 

@@ -35,3 +35,17 @@ def test_local_rest_inverts_world_chain():
         world[i] = world[parents[i]] @ local[i]
     sk = Skeleton("s", ["a", "b", "c"], parents, world)
     assert np.allclose(sk.local_rest(), local)
+
+
+def test_world_from_local_follows_the_tree_in_any_order():
+    from retro_models.formats.scene import compose, world_from_local
+
+    rng = np.random.default_rng(1)
+    quats = rng.normal(size=(4, 4))
+    local = compose(rng.normal(size=(4, 3)), quats / np.linalg.norm(quats, axis=1, keepdims=True))
+    parents = np.array([2, -1, 1, 0])  # node 0's parent comes after it in the file
+    world = world_from_local(local[None], parents)[0]
+    np.testing.assert_allclose(world[1], local[1])
+    np.testing.assert_allclose(world[2], local[1] @ local[2])
+    np.testing.assert_allclose(world[0], local[1] @ local[2] @ local[0])
+    np.testing.assert_allclose(world[3], world[0] @ local[3])

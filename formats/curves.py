@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...formats.scene import quat_multiply
+from .scene import quat_multiply
 
 
 def quat_left(p: np.ndarray) -> np.ndarray:
