@@ -18,9 +18,11 @@ The same import gives the same text on Blender 4.2 and 5.0:
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
+import re
 
 import bpy
 import numpy as np
@@ -65,28 +67,49 @@ def digest(data: bytes) -> str:
 SHOWN_PROPERTIES = ("scene_name", "joint_order", "alpha_mode", "source_format", "source_bytes", "rest_scale")
 
 
-def value_text(value, key: str = "") -> str:
-    """A custom property value, independent of how bytes are encoded: bytes, hex (keys ending
-    "_hex") and base64 (``source_bytes``) show as their length and digest; long strings and
-    lists by length and digest; floats with 3 decimals."""
+_HEX_BYTES = re.compile(r"(?:[0-9a-f]{2})+")
+_HEX_NUMBER = re.compile(r"0x[0-9A-Fa-f]+")
+
+
+def canonical(value, key: str = ""):
+    """A custom property value as the format's value, whatever its encoding: bytes (plain, as hex
+    text, or base64 ``source_bytes``) become "bytes:<hex>", numbers written as "0x…" text ints."""
     value = props.to_python(value)
     if isinstance(value, (bytes, bytearray)):
-        return f"<{len(value)} bytes {digest(bytes(value))}>"
-    if isinstance(value, str) and key.endswith("_hex"):
-        return value_text(bytes.fromhex(value))
-    if isinstance(value, str) and key == "source_bytes":
-        import base64
-
-        return value_text(base64.b64decode(value))
+        return "bytes:" + bytes(value).hex()
+    if isinstance(value, str):
+        if key == "source_bytes":
+            return "bytes:" + base64.b64decode(value).hex()
+        if _HEX_BYTES.fullmatch(value):
+            return "bytes:" + value
+        if _HEX_NUMBER.fullmatch(value):
+            return int(value, 16)
+        return value
     if isinstance(value, dict):
-        items = (f"{k.removesuffix('_hex')}: {value_text(v, k)}" for k, v in sorted(value.items()))
-        return "{" + ", ".join(items) + "}"
+        return {k.removesuffix("_hex"): canonical(v, k) for k, v in sorted(value.items())}
     if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    return value
+
+
+def value_text(value, key: str = "") -> str:
+    """A custom property value for the dump (see ``canonical``): bytes as their length and digest,
+    long strings and lists by length and digest, floats with 3 decimals."""
+    return _text(canonical(value, key))
+
+
+def _text(value) -> str:
+    if isinstance(value, str) and value.startswith("bytes:"):
+        data = bytes.fromhex(value[6:])
+        return f"<{len(data)} bytes {digest(data)}>"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
         if len(value) > 8:
-            text = json.dumps(value, sort_keys=True, default=str)
+            text = json.dumps(value, sort_keys=True)
             return f"[{len(value)} items {digest(text.encode())}]"
-        return "[" + ", ".join(value_text(v) for v in value) + "]"
-    if isinstance(value, bool) or isinstance(value, int):
+        return "[" + ", ".join(_text(v) for v in value) + "]"
+    if isinstance(value, (bool, int)):
         return str(value)
     if isinstance(value, float):
         return num(value)
