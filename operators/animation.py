@@ -7,6 +7,7 @@ from bpy.props import StringProperty
 
 from .blender import compat, props
 from .blender.build import mapping_node_name
+from .blender.objects import deformed_by
 
 
 def group_actions(group: str) -> list[bpy.types.Action]:
@@ -56,10 +57,7 @@ def _animated_data(armature) -> dict[tuple[str, str], bpy.types.ID]:
     """(channel kind, scene name) → the datablock its channels animate, for the armature's meshes."""
     found: dict[tuple[str, str], bpy.types.ID] = {("object", props.scene_name(armature)): armature}
     for obj in bpy.data.objects:
-        deformed = obj.parent == armature or any(
-            m.type == "ARMATURE" and m.object == armature for m in getattr(obj, "modifiers", ())
-        )
-        if obj.type != "MESH" or not deformed:
+        if obj.type != "MESH" or not deformed_by(obj, armature):
             continue
         found[("object", props.scene_name(obj))] = obj
         if obj.data.shape_keys is not None:

@@ -18,6 +18,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper, axis_conversion
 
 from ..formats.errors import RetroError
 from ..formats.scene import Scene
+from .blender.objects import target_armature  # noqa: F401  (operators import it from here)
 
 # Datablock collections an import may add to; rolled back together on failure.
 _ID_COLLECTIONS = (
@@ -58,18 +59,6 @@ def axis_matrix_from(op) -> list:
     import numpy as np
 
     return np.array(axis_conversion(from_forward=op.axis_forward, from_up=op.axis_up).to_4x4())
-
-
-def target_armature(context):
-    """The active armature, else the first selected one, else the one the active mesh is bound to."""
-    active = context.active_object
-    candidates = [active, *context.selected_objects]
-    armature = next((o for o in candidates if o is not None and o.type == "ARMATURE"), None)
-    if armature is None and active is not None and active.type == "MESH":
-        if active.parent is not None and active.parent.type == "ARMATURE":
-            return active.parent
-        armature = next((m.object for m in active.modifiers if m.type == "ARMATURE" and m.object), None)
-    return armature
 
 
 def write_files(files: dict[str, bytes]) -> None:

@@ -14,6 +14,7 @@ from bpy_extras.io_utils import orientation_helper
 from ..formats.errors import FormatError
 from ..formats.scene import Scene
 from ..formats.tamsoft import cat, convert, names, tmd0
+from .blender.objects import deformed_meshes
 from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, target_armature, write_files
 
 # The file is Y-up with -Z forward (as glTF): the default turns it to Blender's Z-up.
@@ -133,11 +134,7 @@ def export_objects(context) -> tuple[bpy.types.Object | None, list[bpy.types.Obj
     """The armature (active, selected, or the active mesh's) and the meshes it deforms; else the selected meshes."""
     armature = target_armature(context)
     if armature is not None:
-        meshes = [
-            o
-            for o in context.view_layer.objects
-            if o.type == "MESH" and any(m.type == "ARMATURE" and m.object == armature for m in o.modifiers)
-        ]
+        meshes = deformed_meshes(armature, context.view_layer.objects)
         if not meshes:
             raise convert.TamsoftExportError(f"armature {armature.name!r} deforms no mesh")
     else:

@@ -20,6 +20,7 @@ from bpy_extras.io_utils import orientation_helper
 from ..formats.errors import ExportError, SelectionError
 from ..formats.scene import Scene, axis_matrix
 from ..formats.tmrf import convert, media
+from .blender.objects import armature_modifier_target, deformed_meshes
 from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, target_armature, write_files
 
 # The spec names no axes: the default conversion keeps the file's.
@@ -116,16 +117,10 @@ def export_objects(context) -> tuple[bpy.types.Object | None, list[bpy.types.Obj
     meshes = {o.name: o for o in selected if o.type == "MESH"}
     armature = target_armature(context)
     if armature is None:
-        armature = next(
-            (m.object for o in meshes.values() for m in o.modifiers if m.type == "ARMATURE" and m.object),
-            None,
-        )
+        armature = next(filter(None, map(armature_modifier_target, meshes.values())), None)
     if armature is not None:
-        for obj in context.view_layer.objects:
-            if obj.type == "MESH" and any(
-                m.type == "ARMATURE" and m.object == armature for m in obj.modifiers
-            ):
-                meshes.setdefault(obj.name, obj)
+        for obj in deformed_meshes(armature, context.view_layer.objects):
+            meshes.setdefault(obj.name, obj)
     return armature, [meshes[n] for n in sorted(meshes)]
 
 

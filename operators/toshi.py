@@ -13,6 +13,7 @@ from bpy_extras.io_utils import ImportHelper, orientation_helper
 from ..formats.errors import FormatError
 from ..formats.scene import Scene, axis_matrix
 from ..formats.toshi import convert, tkl, tmd, tml
+from .blender.objects import deformed_by, deformed_meshes
 from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, target_armature, write_files
 
 # The existing JPOG tools keep the file's axes: its models stand upright in Blender's Z-up view.
@@ -170,14 +171,10 @@ def export_objects(context) -> tuple[bpy.types.Object, list[bpy.types.Object]]:
         )
     if armature is None:
         raise convert.ToshiExportError("select the armature of the model to export")
-    meshes = [
-        o
-        for o in context.view_layer.objects
-        if o.type == "MESH" and any(m.type == "ARMATURE" and m.object == armature for m in o.modifiers)
-    ]
+    meshes = deformed_meshes(armature, context.view_layer.objects)
     if not meshes:
         raise convert.ToshiExportError(f"armature {armature.name!r} deforms no mesh")
-    return armature, sorted(meshes, key=lambda o: o.name)
+    return armature, meshes
 
 
 def _weight_unweighted(scene: Scene, mesh_objs) -> None:
@@ -226,7 +223,7 @@ def save_tmd(
     if axis is None:
         axis = axis_matrix(AXIS_FORWARD, AXIS_UP)
     for obj in mesh_objs:
-        if not any(m.type == "ARMATURE" and m.object == armature_obj for m in obj.modifiers):
+        if not deformed_by(obj, armature_obj, parented=False):
             raise convert.ToshiExportError(
                 f"mesh {obj.name!r} is not deformed by armature {armature_obj.name!r}"
             )

@@ -22,6 +22,7 @@ from ..formats.textures import gx
 from ..formats.textures import tpl as tpl_format
 from ..formats.ttyd import convert, inspect
 from ..formats.ttyd import model as fmt
+from .blender.objects import deformed_meshes
 from .common import FileExporter, FileImporter, axis_matrix_from, draw_transform, target_armature, write_files
 
 # The file is Y-up with characters facing +Z (convert.default_axis).
@@ -102,13 +103,7 @@ def export_objects(context) -> tuple[bpy.types.Object, list[bpy.types.Object]]:
     armature = target_armature(context)
     if armature is None:
         raise ExportError("select the armature of the model to export (its groups are the bones)")
-    meshes = [
-        o
-        for o in context.view_layer.objects
-        if o.type == "MESH"
-        and (o.parent == armature or any(m.type == "ARMATURE" and m.object == armature for m in o.modifiers))
-    ]
-    return armature, sorted(meshes, key=lambda o: o.name)
+    return armature, deformed_meshes(armature, context.view_layer.objects, parented=True)
 
 
 def save_ttyd(

@@ -34,6 +34,7 @@ from ...formats.scene import (
 )
 from . import compat, props
 from .build import INTERPOLATION_CODES, bake_frames, bone_maps, keys_hash, pixels_hash
+from .objects import deformed_by
 
 _EXTENSION_TO_WRAP = {"REPEAT": "REPEAT", "EXTEND": "CLAMP", "CLIP": "CLAMP", "MIRROR": "MIRROR"}
 _WRAP_TO_EXTENSION = {"REPEAT": "REPEAT", "CLAMP": "EXTEND", "MIRROR": "MIRROR"}
@@ -245,7 +246,7 @@ def _mesh(context, obj, armature_obj, skeleton, materials: _Registry, warnings: 
         mesh.materials = [slots[i] for i in present]
         mesh.material_indices = remap[used]
 
-    if skeleton is not None and armature_obj is not None and _deformed_by(obj, armature_obj):
+    if skeleton is not None and armature_obj is not None and deformed_by(obj, armature_obj):
         mesh.skeleton = 0
         joints, weights, unweighted = _skin(context, obj, skeleton, info.get("skin_influences"))
         if joints is not None:
@@ -289,12 +290,6 @@ def _normals(data, tri_loops, corner_vertices, loop_vertices, vertex_count, loop
     corner = current[tri_loops]
     point = _per_point(corner, corner_vertices, vertex_count, 1e-6)
     return Layer("normal", corner, "CORNER") if point is None else Layer("normal", point, "POINT")
-
-
-def _deformed_by(obj, armature_obj) -> bool:
-    return obj.parent == armature_obj or any(
-        m.type == "ARMATURE" and m.object == armature_obj for m in obj.modifiers
-    )
 
 
 def _collection_name(context, obj) -> str:
