@@ -238,6 +238,12 @@ def decode(gxt: GXT, index: int, level: int = 0) -> np.ndarray:
     """Mip ``level`` of texture ``index`` (face 0 of a cube map) → (H, W, 4) uint8 RGBA, top row first."""
     texture = _texture(gxt, index)
     base = gxm.supported_base(texture.format, texture.texture_type, gxt.filename, texture.data_offset)
+    if texture.width == 0 or texture.height == 0:
+        raise FormatError(
+            gxt.filename,
+            texture.data_offset,
+            f"cannot decode an empty {texture.width}×{texture.height} texture",
+        )
     chain = levels(texture, base)
     if not 0 <= level < len(chain):
         raise FormatError(
