@@ -2,7 +2,7 @@
 PYTHON ?= python3.11
 VENV := .venv
 VENV_OLDEST := .venv-4.2
-DEV_PINS := "numpy<2" pytest==9.2.0 pytest-blender==3.0.8 hypothesis==6.170.15 ruff==0.17.6
+DEV_PINS := "numpy<2" pytest==9.2.0 pytest-blender==3.0.8 hypothesis==6.170.15 ruff==0.17.6 texture2ddecoder==1.0.6
 BPY := bpy==5.0.1
 BPY_OLDEST := bpy==4.2.23
 
@@ -51,6 +51,7 @@ bench: $(VENV)/.stamp
 	$(VENV)/bin/python bench/bench_toshi_format.py
 	$(VENV)/bin/python bench/bench_build.py
 	$(VENV)/bin/python bench/bench_textures.py
+	$(VENV)/bin/python bench/bench_gxt.py
 
 clean:
 	rm -rf build $(VENV) $(VENV_OLDEST) .pytest_cache .ruff_cache .hypothesis

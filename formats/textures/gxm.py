@@ -421,7 +421,7 @@ def encode(
     if base is None or base.kind not in ("texel", "palette", "bc"):
         raise ValueError(f"cannot encode texture format {format_name(fmt)}")
     rgba = as_rgba(pixels)
-    if "1" in _order(fmt, base) and len(_order(fmt, base)) == 4 and base.kind != "texel":
+    if base.kind != "texel" and "A" not in _order(fmt, base):  # 1BGR and the like ignore alpha
         rgba = _opaque(rgba)
     height, width = rgba.shape[:2]
     offsets = storage_offsets(base, texture_type, width, height, stride)
@@ -462,7 +462,7 @@ def quantize(pixels: np.ndarray, fmt: int) -> np.ndarray:
     """
     capacity = PALETTE_SIZES[base_code(fmt)]
     rgba = as_rgba(pixels)
-    if "1" in ORDERS4[order_code(fmt)]:
+    if "A" not in ORDERS4[order_code(fmt)]:
         rgba = _opaque(rgba)
     keys = np.ascontiguousarray(rgba).view(np.uint32).reshape(-1)
     unique, counts = np.unique(keys, return_counts=True)

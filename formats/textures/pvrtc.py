@@ -47,29 +47,29 @@ def decode(modulation: np.ndarray, colour: np.ndarray, two_bpp: bool) -> np.ndar
     modulation = np.asarray(modulation, np.uint32)
     colour = np.asarray(colour, np.uint32)
     word_width = word_size(two_bpp)[0]
-    endpoints = np.concatenate([_endpoints(colour & 0xFFFF, False), _endpoints(colour >> 16, True)], axis=-1)
+    # Channel planes first (A's red, green, blue, alpha, then B's): every operation runs on whole planes.
+    endpoints = np.concatenate([_endpoints(colour & 0xFFFF, False), _endpoints(colour >> 16, True)])
     sums = _upscale(endpoints, word_width)
-    # Each weight table sums to 16 (4 bpp) or 32 (2 bpp): scale 5-bit colour and 4-bit alpha sums to 8 bits.
-    extra = 0 if word_width == 4 else 1
-    scaled = np.empty_like(sums)
-    colour_channels = [0, 1, 2, 4, 5, 6]
-    scaled[..., colour_channels] = (sums[..., colour_channels] >> (1 + extra)) + (
-        sums[..., colour_channels] >> (6 + extra)
-    )
-    scaled[..., [3, 7]] = (sums[..., [3, 7]] >> extra) + (sums[..., [3, 7]] >> (4 + extra))
     if two_bpp:
         weights, transparent = _modulation_2bpp(modulation, colour), None
     else:
         weights, transparent = _modulation_4bpp(modulation, colour)
-    weights = weights[..., None]
-    rgba = (scaled[..., :4] * (8 - weights) + scaled[..., 4:] * weights) // 8
+    # The weight tables sum to 16 (4 bpp) or 32 (2 bpp): scale 5-bit colour and 4-bit alpha sums to 8 bits.
+    extra = 0 if word_width == 4 else 1
+    rgba = np.empty(weights.shape + (4,), np.uint8)
+    for channel in range(4):
+        if channel == 3:
+            a, b = ((sums[i] >> extra) + (sums[i] >> (4 + extra)) for i in (3, 7))
+        else:
+            a, b = ((sums[i] >> (1 + extra)) + (sums[i] >> (6 + extra)) for i in (channel, channel + 4))
+        rgba[..., channel] = (a * (8 - weights) + b * weights) >> 3
     if transparent is not None:
         rgba[..., 3][transparent] = 0
-    return rgba.astype(np.uint8)
+    return rgba
 
 
 def _endpoints(halves: np.ndarray, is_b: bool) -> np.ndarray:
-    """16-bit endpoint fields → (..., 4) int16: red, green and blue as 5 bits, alpha as 4 bits.
+    """16-bit endpoint fields → (4, ...) int16 planes: red, green and blue as 5 bits, alpha as 4 bits.
 
     Opaque endpoints (top bit set) are RGB 5-5-4 (A) or 5-5-5 (B); translucent ones carry 3 bits of
     alpha and RGB 4-4-3 (A) or 4-4-4 (B). Short fields widen by repeating their top bits.
@@ -83,23 +83,22 @@ def _endpoints(halves: np.ndarray, is_b: bool) -> np.ndarray:
     else:
         blue = np.where(opaque, (h & 0x1E) | ((h >> 4) & 1), ((h << 1) & 0x1C) | ((h >> 2) & 3))
     alpha = np.where(opaque, 0xF, (h >> 11) & 0xE)
-    return np.stack([red, green, blue, alpha], axis=-1).astype(np.int16)
+    return np.stack([red, green, blue, alpha]).astype(np.int16)
 
 
-def _upscale(grid: np.ndarray, word_width: int) -> np.ndarray:
-    """(GH, GW, C) per-word values → (4·GH, word_width·GW, C) weighted sums of the 3×3 nearest words."""
+def _upscale(planes: np.ndarray, word_width: int) -> np.ndarray:
+    """(C, GH, GW) per-word values → (C, 4·GH, word_width·GW) weighted sums of the 3×3 nearest words."""
     across, down = NEIGHBOUR_WEIGHTS[word_width], NEIGHBOUR_WEIGHTS[WORD_HEIGHT]
-    previous, following = np.roll(grid, 1, axis=1), np.roll(grid, -1, axis=1)
-    rows = (
-        previous[..., None] * across[:, 0]
-        + grid[..., None] * across[:, 1]
-        + following[..., None] * across[:, 2]
-    )
-    above, below = np.roll(rows, 1, axis=0), np.roll(rows, -1, axis=0)
-    full = above[..., None] * down[:, 0] + rows[..., None] * down[:, 1] + below[..., None] * down[:, 2]
-    grid_height, grid_width, channels = grid.shape
-    # (word row, word column, channel, texel column, texel row) → image rows and columns
-    return full.transpose(0, 4, 1, 3, 2).reshape(grid_height * WORD_HEIGHT, grid_width * word_width, channels)
+    previous, following = np.roll(planes, 1, axis=2), np.roll(planes, -1, axis=2)
+    channels, grid_height, grid_width = planes.shape
+    out = np.empty((channels, grid_height, WORD_HEIGHT, grid_width, word_width), np.int16)
+    # One whole-grid operation per texel position of a word keeps every array contiguous.
+    for column, (left, middle, right) in enumerate(across):
+        rows = previous * left + planes * middle + following * right
+        above, below = np.roll(rows, 1, axis=1), np.roll(rows, -1, axis=1)
+        for row, (up, centre, low) in enumerate(down):
+            out[:, :, row, :, column] = above * up + rows * centre + below * low
+    return out.reshape(channels, grid_height * WORD_HEIGHT, grid_width * word_width)
 
 
 def _words_to_image(per_texel: np.ndarray, word_width: int) -> np.ndarray:
