@@ -209,7 +209,8 @@ def storage_offsets(
         return rows * row_units, columns
     if texture_type == LINEAR_STRIDED:
         return rows * (stride * 8 // base.unit_bits), columns
-    # Tiled: 32×32-texel tiles in rows, units row-major inside a tile.
+    # Tiled: 32×32-texel tiles in rows, units row-major inside a tile (block formats: 8×8 blocks per
+    # tile, by analogy; no tiled sample has been checked).
     tile_across, tile_down = TILE_SIZE // base.block[0], TILE_SIZE // base.block[1]
     tile_units = tile_across * tile_down
     tiles_per_row = -(-across_count // tile_across)
