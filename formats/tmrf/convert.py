@@ -151,7 +151,7 @@ class _Import:
             item.extras["tmrf_name"] = item.name  # a different name on export is a rename
         self.scene.extras["tmrf"] = {
             "version": self.model.version,
-            "pool": self.strings.pool.hex(),
+            "pool": self.strings.pool,
             "spans": [int(v) for v in np.asarray(self.strings.spans).ravel()],
             "resources": layout,
         }
@@ -162,18 +162,18 @@ class _Import:
         c = resource.content
         d = {"kind": KINDS[type(c)], "type": int(resource.type), "parent": self.parent.get(id(resource), -1)}
         if resource.tail:
-            d["tail"] = resource.tail.hex()
+            d["tail"] = resource.tail
         if isinstance(c, res.Opaque):
-            d["data"] = c.data.hex()
+            d["data"] = c.data
         elif isinstance(c, res.TableOfContents):
             d.update(
                 names=_ints(c.names), dtls=_ints(c.dtls), types=_ints(c.types), resources=_ints(c.resources)
             )
         elif isinstance(c, res.Hints):
-            d.update(types=_ints(c.types), data_types=_ints(c.data_types), counts=_signed(c.counts))
+            d.update(types=_ints(c.types), data_types=_ints(c.data_types), counts=_ints(c.counts))
             # What the file's resources added up to, so that unchanged totals keep the stored hints.
             totals = self.totals.get(self.index[id(resource)], {})
-            d.update(total_keys=[f"{t}/{k}" for t, k in totals], total_counts=_signed(list(totals.values())))
+            d.update(total_keys=[f"{t}/{k}" for t, k in totals], total_counts=_ints(list(totals.values())))
         elif isinstance(c, res.PointList):
             # Points no mesh uses have no place in the scene.
             loose = np.setdiff1d(np.arange(len(c.points)), self.used_points(resource))
@@ -210,13 +210,13 @@ class _Import:
         elif isinstance(c, res.FrameAnimation):
             d.update(
                 skeleton=int(c.skeleton),
-                frame_count=int(_signed(c.frame_count)[0]),
+                frame_count=int(c.frame_count),
                 fps=float(c.fps),
                 bones=[int(b.bone) for b in c.bones],
                 bases=_floats(
                     np.concatenate([np.r_[b.base_position, b.base_orientation] for b in c.bones] or [[]])
                 ),
-                flags=_signed([b.flags for b in c.bones]),
+                flags=[int(b.flags) for b in c.bones],
             )
         elif isinstance(c, res.TrackAnimation):
             d.update(
@@ -412,13 +412,8 @@ def _ints(values) -> list[int]:
     return [int(v) for v in np.asarray(values).ravel()]
 
 
-def _signed(values) -> list[int]:
-    """u32 words that may pass 2^31 − 1, as their signed reinterpretation (extras hold 32-bit ints)."""
-    return [int(v) for v in np.asarray(values, np.uint32).ravel().view(np.int32)]
-
-
 def _unsigned(values) -> np.ndarray:
-    return np.asarray(values, np.int64).ravel().astype(np.uint32)
+    return np.asarray(values, np.uint32).ravel()
 
 
 def _floats(values) -> list[float]:
@@ -594,7 +589,7 @@ class _Export:
         stored = scene.extras.get("tmrf") or {}
         self.layout: list[dict] = stored.get("resources", [])
         strings = StringTable(
-            bytes.fromhex(stored.get("pool", "")), np.array(stored.get("spans", []), np.uint32).reshape(-1, 2)
+            stored.get("pool", b""), np.array(stored.get("spans", []), np.uint32).reshape(-1, 2)
         )
         self.model = MediaFile(strings, [], stored.get("version", VERSION))
         self.strings = strings
@@ -682,10 +677,10 @@ class _Export:
         by_bone = _bone_channels(animation)
         skeleton = self.scene.skeletons[animation.skeleton] if animation.skeleton is not None else None
         stored = d is not None and all(
-            len(c.times) == _unsigned(d["frame_count"])[0] for cs in by_bone.values() for c in cs
+            len(c.times) == d["frame_count"] for cs in by_bone.values() for c in cs
         )
         frame_count = (
-            int(_unsigned(d["frame_count"])[0])
+            d["frame_count"]
             if stored
             else max(int(round(animation.frame_end - animation.frame_start)) + 1, 0)
         )
@@ -803,7 +798,7 @@ class _Export:
             kind = d["kind"]
             content = None
             if kind == "opaque" and "other" in self.kinds:
-                content = res.Opaque(bytes.fromhex(d["data"]))
+                content = res.Opaque(d["data"])
             elif kind == "toc":
                 content = res.TableOfContents()
             elif kind == "hints":
@@ -870,7 +865,7 @@ class _Export:
                     self.used["animation"].add(owners["animation"][i])
             if content is None:
                 continue
-            resource = Resource(d["type"], content, [], bytes.fromhex(d.get("tail", "")))
+            resource = Resource(d["type"], content, [], d.get("tail", b""))
             (built[parent].children if parent >= 0 else self.model.resources).append(resource)
             built[i] = resource
         self.fill_points(built, meshes)
@@ -1177,7 +1172,7 @@ def from_scene(
         stored = export.hints.get(id(resource))
         now = totals.get(i, {})
         if stored is not None and [f"{t}/{k}" for t, k in now] == stored["total_keys"]:
-            if _signed(list(now.values())) == stored["total_counts"]:
+            if _ints(list(now.values())) == stored["total_counts"]:
                 unchanged.add(i)
     refresh_hints(model, skip=unchanged)
     return model

@@ -78,20 +78,7 @@ class ToshiExportError(ExportError):
     """A scene cannot be written as TMD/TKL/TML; the message names the object."""
 
 
-# -- extras helpers -----------------------------------------------------------
-
-
-def _u32(value: int) -> int | str:
-    """A u32 as an extras value: an int when it fits in signed 32 bits, else a hex string."""
-    return int(value) if value < 0x80000000 else f"0x{value:08X}"
-
-
-def _from_u32(value) -> int:
-    return int(value, 16) if isinstance(value, str) else int(value)
-
-
-def _hex(raw: bytes) -> str:
-    return raw.hex()
+# -- helpers ------------------------------------------------------------------
 
 
 def _floats(values) -> list[float]:
@@ -145,32 +132,31 @@ def to_scene(
 
 def _header_extras(model: tmd_format.TMD) -> dict:
     return {
-        "tkl_field": _hex(model.tkl_field),
-        "salt": _u32(model.salt),
-        "unknown": [_u32(v) for v in model.unknown],
+        "tkl_field": model.tkl_field,
+        "salt": int(model.salt),
+        "unknown": [int(v) for v in model.unknown],
         "node_flags": model.node_flags,
         "animation_flags": model.animation_flags,
-        "reserved": _hex(model.reserved),
-        "header_padding": _hex(model.header_padding),
-        "scene_padding": _hex(model.scene_padding),
-        "lod_value": _hex(model.lod_value),
+        "reserved": model.reserved,
+        "header_padding": model.header_padding,
+        "scene_padding": model.scene_padding,
+        "lod_value": model.lod_value,
         "lods": [
-            {"unknown": _hex(lod.unknown), "sphere": _hex(lod.sphere.astype("<f4").tobytes())}
-            for lod in model.lods
+            {"unknown": lod.unknown, "sphere": lod.sphere.astype("<f4").tobytes()} for lod in model.lods
         ],
         "layout": [f"{kind}:{index}" for kind, index, _ in model.layout],
-        "gaps": [_hex(gap) for _, _, gap in model.layout],
-        "trailer": _hex(model.trailer),
+        "gaps": [gap for _, _, gap in model.layout],
+        "trailer": model.trailer,
     }
 
 
 def _tkl_extras(tkl: tkl_format.TKL) -> dict:
     return {
-        "name_field": _hex(tkl.name_field),
-        "reserved": _hex(tkl.reserved),
+        "name_field": tkl.name_field,
+        "reserved": tkl.reserved,
         "scale_count": tkl.scale_count,
         "scale_size": tkl.scale_size,
-        "scales": _hex(tkl.scales),
+        "scales": tkl.scales,
     }
 
 
@@ -190,7 +176,7 @@ def _skeleton(model: tmd_format.TMD, axis3: np.ndarray) -> Skeleton:
             "inverse_bind": _floats(nodes["inverse_bind"][i]),
             "flags": int(nodes["flags"][i]),
             "name_length": int(nodes["name_length"][i]),
-            "name_field": _hex(raw[i * size + 145 : i * size + 160]),
+            "name_field": raw[i * size + 145 : i * size + 160],
         }
         if model.aux is not None:
             extras["aux"] = int(model.aux[i])
@@ -212,7 +198,7 @@ def _materials(scene: Scene, tml: tml_format.TML | None, filename: str) -> dict[
     if tml is None:
         scene.warnings.append("no material library (.tml): materials have no textures")
         return {}
-    scene.extras["tml"] = {"type": _u32(tml.type), "trailer": _hex(tml.trailer)}
+    scene.extras["tml"] = {"type": int(tml.type), "trailer": tml.trailer}
     image_of_id = {}
     for order, texture in enumerate(tml.textures):
         try:
@@ -261,7 +247,7 @@ def _materials(scene: Scene, tml: tml_format.TML | None, filename: str) -> dict[
                     "id": record.id,
                     "flags": record.flags,
                     "order": order,
-                    "name_field": _hex(name_field),
+                    "name_field": name_field,
                     "texture_ids": list(record.textures),
                 },
             )
@@ -312,17 +298,17 @@ def _mesh(
         extras={
             "lod": li,
             "index": mi,
-            "material_field": _hex(mesh.material_field),
-            "total_indices": _u32(mesh.total_indices),
-            "total_vertices": _u32(mesh.total_vertices),
+            "material_field": mesh.material_field,
+            "total_indices": int(mesh.total_indices),
+            "total_vertices": int(mesh.total_vertices),
             "piece_vertex_counts": [len(p.vertices) for p in pieces],
             "piece_index_counts": [len(p.strip) for p in pieces],
             "palette_sizes": [len(p.palette) for p in pieces],
             "palettes": [int(v) for p in pieces for v in p.palette],
-            "vertices_required": [_u32(p.vertices_required) for p in pieces],
+            "vertices_required": [int(p.vertices_required) for p in pieces],
             "bbox": [v for p in pieces for v in _floats(p.bbox_centre) + _floats(p.bbox_half_extent)],
-            "strips": b"".join(p.strip.astype("<i2").tobytes() for p in pieces).hex(),
-            "bone_bytes": vertices["bones"].tobytes().hex(),
+            "strips": b"".join(p.strip.astype("<i2").tobytes() for p in pieces),
+            "bone_bytes": vertices["bones"].tobytes(),
         },
     )
 
@@ -396,7 +382,7 @@ def _animation(scene: Scene, model: tmd_format.TMD, anim: tmd_format.Animation, 
                 resolvable = False
         if not resolvable:
             if len(keys) or channel.flags not in (0, 1, 2, 3):
-                raw_keys[str(node)] = keys.tobytes().hex()
+                raw_keys[str(node)] = keys.tobytes()
             continue
         times = keys["time"].astype(np.float64) * FPS
         key_extras = {
@@ -426,10 +412,10 @@ def _animation(scene: Scene, model: tmd_format.TMD, anim: tmd_format.Animation, 
         )
     result.extras = {
         "name_length": anim.name_length,
-        "name_field": _hex(anim.name_field),
-        "a": _u32(anim.a),
-        "b": _u32(anim.b),
-        "c": _u32(anim.c),
+        "name_field": anim.name_field,
+        "a": int(anim.a),
+        "b": int(anim.b),
+        "c": int(anim.c),
         "duration": float(np.float32(anim.duration)),
         "channel_ids": anim.channels.tolist(),
         "channel_flags": flags_list,
@@ -474,27 +460,27 @@ def from_scene(
     if "layout" in header and len(header.get("gaps", ())) == len(header["layout"]):
         for item, gap in zip(header["layout"], header["gaps"], strict=True):
             kind, index = item.split(":")
-            layout.append((kind, int(index), bytes.fromhex(gap)))
-    tkl_field = bytes.fromhex(header["tkl_field"]) if "tkl_field" in header else b""
+            layout.append((kind, int(index), gap))
+    tkl_field = header.get("tkl_field", b"")
     if tkl_field.split(b"\0", 1)[0].decode("ascii", "replace") != library.name:
         tkl_field = tmd_format.tkl_name_field(library.name)
     model = tmd_format.TMD(
         tkl_field=tkl_field,
-        salt=_from_u32(header.get("salt", 0)),
-        unknown=tuple(_from_u32(v) for v in header.get("unknown", (0, 0))),
+        salt=int(header.get("salt", 0)),
+        unknown=tuple(int(v) for v in header.get("unknown", (0, 0))),
         nodes=nodes,
         aux=aux,
         animations=animations,
         channels=channels,
-        lod_value=bytes.fromhex(header["lod_value"]) if "lod_value" in header else lod_value,
+        lod_value=header.get("lod_value", lod_value),
         lods=lod_list,
         node_flags=int(header.get("node_flags", 0)),
         animation_flags=int(header.get("animation_flags", 0)),
-        reserved=bytes.fromhex(header.get("reserved", "00000000")),
-        header_padding=bytes.fromhex(header.get("header_padding", "00" * 16)),
-        scene_padding=bytes.fromhex(header.get("scene_padding", "00" * 44)),
+        reserved=header.get("reserved", bytes(4)),
+        header_padding=header.get("header_padding", bytes(16)),
+        scene_padding=header.get("scene_padding", bytes(44)),
         layout=layout,
-        trailer=bytes.fromhex(header.get("trailer", "")),
+        trailer=header.get("trailer", b""),
     )
     return model, library.model(), tml
 
@@ -502,7 +488,7 @@ def from_scene(
 def _name_field(name: str, extras: dict, what: str) -> tuple[int, bytes]:
     """(length, 15-byte field) of a node or animation name, the original bytes when the name is unchanged."""
     if "name_field" in extras and "name_length" in extras:
-        raw = bytes.fromhex(extras["name_field"])
+        raw = extras["name_field"]
         if tmd_format.decode_name(int(extras["name_length"]), raw) == name and len(raw) == 15:
             return int(extras["name_length"]), raw
     try:
@@ -642,7 +628,7 @@ class _Library:
         else:
             positions = np.zeros((0, 3), np.float32)
             rotations = np.zeros((0, 4), np.float32)
-            field = bytes.fromhex(header.get("tkl_field", "")) if "tkl_field" in header else b""
+            field = header.get("tkl_field", b"")
             default = field.split(b"\0", 1)[0].decode("ascii", "replace") or "model"
         self.positions = _KeyTable(positions, tkl is not None)
         self.rotations = _KeyTable(rotations, tkl is not None)
@@ -788,7 +774,7 @@ def _animations_out(scene: Scene, skeleton: Skeleton | None, node_count: int, ax
                 )
             else:
                 flags = int(stored_flags[node]) if node < len(stored_flags) else tmd_format.CHANNEL_UNUSED
-                raw = bytes.fromhex(raw_keys.get(str(node), ""))
+                raw = raw_keys.get(str(node), b"")
                 keys = np.frombuffer(raw, tmd_format.KEY_DTYPE).copy()
                 channels.append(tmd_format.Channel(flags, keys))
         duration = float(extras["duration"]) if "duration" in extras else None
@@ -801,9 +787,9 @@ def _animations_out(scene: Scene, skeleton: Skeleton | None, node_count: int, ax
             tmd_format.Animation(
                 name_length,
                 name_field,
-                _from_u32(extras.get("a", 0)),
-                _from_u32(extras.get("b", 0)),
-                _from_u32(extras.get("c", node_count)),
+                int(extras.get("a", 0)),
+                int(extras.get("b", 0)),
+                int(extras.get("c", node_count)),
                 duration,
                 np.zeros(node_count, np.int32),
             )
@@ -864,8 +850,8 @@ def _lods_out(
         meshes = sorted(by_lod.get(li, []), key=lambda m: int(m.extras.get("index", 1 << 30)))
         out = [m for mesh in meshes for m in _mesh_out(scene, mesh, node_count, axis3)]
         if li < len(stored):
-            unknown = bytes.fromhex(stored[li]["unknown"])
-            sphere = np.frombuffer(bytes.fromhex(stored[li]["sphere"]), "<f4").copy()
+            unknown = stored[li]["unknown"]
+            sphere = np.frombuffer(stored[li]["sphere"], "<f4").copy()
         else:
             unknown, sphere = bytes(4), _sphere(out)
         if li == 0:
@@ -888,11 +874,9 @@ def _material_field(scene: Scene, mesh: Mesh, slot: int) -> bytes:
     if not mesh.materials or slot >= len(mesh.materials):
         raise ToshiExportError(f"mesh {mesh.name!r} has no material (every TMD mesh names one)")
     material = scene.materials[mesh.materials[slot]]
-    stored = mesh.extras.get("material_field")
-    if stored and len(mesh.materials) == 1:
-        raw = bytes.fromhex(stored)
-        if tml_format.decode_name(raw) == material.name and len(raw) == 32:
-            return raw
+    raw = mesh.extras.get("material_field")
+    if raw and len(mesh.materials) == 1 and tml_format.decode_name(raw) == material.name and len(raw) == 32:
+        return raw
     try:
         return tml_format.name_field(material.name)
     except ValueError as e:
@@ -993,7 +977,7 @@ def _reuse_mesh(scene: Scene, mesh: Mesh, node_count: int, axis3) -> tmd_format.
     count = len(mesh.positions)
     vertex_counts = [int(v) for v in ex["piece_vertex_counts"]]
     index_counts = [int(v) for v in ex["piece_index_counts"]]
-    all_strips = np.frombuffer(bytes.fromhex(ex["strips"]), "<i2")
+    all_strips = np.frombuffer(ex["strips"], "<i2")
     if sum(vertex_counts) != count or len(all_strips) != sum(index_counts):
         return None
     piece_strips = np.split(all_strips, np.cumsum(index_counts)[:-1]) if index_counts else []
@@ -1010,7 +994,7 @@ def _reuse_mesh(scene: Scene, mesh: Mesh, node_count: int, axis3) -> tmd_format.
     vertices = _vertex_array(mesh.positions, normals, uvs, axis3)
     sizes = [int(v) for v in ex["palette_sizes"]]
     palettes = np.split(np.asarray(ex["palettes"], np.int64), np.cumsum(sizes)[:-1]) if sizes else []
-    bone_bytes = np.frombuffer(bytes.fromhex(ex["bone_bytes"]), np.uint8)
+    bone_bytes = np.frombuffer(ex["bone_bytes"], np.uint8)
     if len(bone_bytes) != 4 * count or not len(palettes) == len(piece_strips) == len(vertex_counts):
         return None
     bone_bytes = bone_bytes.reshape(count, 4)
@@ -1043,11 +1027,11 @@ def _reuse_mesh(scene: Scene, mesh: Mesh, node_count: int, axis3) -> tmd_format.
     required = ex["vertices_required"]
     for pi, piece in enumerate(pieces):
         piece.vertices = vertices[starts[pi] : starts[pi + 1]]
-        piece.vertices_required = _from_u32(required[pi])
+        piece.vertices_required = int(required[pi])
         piece.bbox_centre, piece.bbox_half_extent = bbox[pi, :3].copy(), bbox[pi, 3:].copy()
     return tmd_format.Mesh(
-        _from_u32(ex["total_indices"]),
-        _from_u32(ex["total_vertices"]),
+        int(ex["total_indices"]),
+        int(ex["total_vertices"]),
         _material_field(scene, mesh, 0),
         pieces,
     )
@@ -1229,7 +1213,7 @@ def _texture(image: Image, texture_id: int) -> tml_format.Texture:
 
 
 def _renamed(material: Material) -> bool:
-    raw = bytes.fromhex(material.extras.get("name_field", ""))
+    raw = material.extras.get("name_field", b"")
     return tml_format.decode_name(raw) != material.name
 
 
@@ -1273,7 +1257,7 @@ def _tml_out(scene: Scene) -> tml_format.TML:
     names, records = [], []
     for position, material in enumerate(ordered):
         e = material.extras
-        raw = bytes.fromhex(e["name_field"]) if "name_field" in e else b""
+        raw = e.get("name_field", b"")
         if tml_format.decode_name(raw) != material.name or len(raw) != 32:
             try:
                 raw = tml_format.name_field(material.name)
@@ -1289,6 +1273,4 @@ def _tml_out(scene: Scene) -> tml_format.TML:
         names.append(raw)
         records.append(tml_format.Material(record_id, int(e.get("flags", 0)), ids))
     info = scene.extras.get("tml", {})
-    return tml_format.TML(
-        _from_u32(info.get("type", 0)), textures, names, records, bytes.fromhex(info.get("trailer", ""))
-    )
+    return tml_format.TML(int(info.get("type", 0)), textures, names, records, info.get("trailer", b""))

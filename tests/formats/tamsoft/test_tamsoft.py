@@ -1,12 +1,15 @@
 """tmd0, CAT, bone names and the converter against hand-built bytes."""
 
+import copy
 import dataclasses
+import json
 import struct
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from retro_models.formats import extras
 from retro_models.formats.errors import FormatError
 from retro_models.formats.tamsoft import cat, convert, inspect, names, tmd0
 from tamsoft_fixtures import (
@@ -237,7 +240,7 @@ def test_to_scene(endian, interleaved):
     scene = convert.to_scene(tmd0.read(tmd0_bytes(endian, interleaved)), names=["face_root"])
     skeleton = scene.skeletons[0]
     assert skeleton.bone_names == [names.fallback_name(crc_name_hash("root")), "face_root"]
-    assert skeleton.bone_extras[1]["hash"] == f"0x{crc_name_hash('face_root'):08X}"
+    assert skeleton.bone_extras[1]["hash"] == crc_name_hash("face_root")
     # Y-up heads at y = 1, 2 become Z-up.
     np.testing.assert_allclose(skeleton.rest[:, :3, 3], [[0, 0, 1], [0, 0, 2]])
     # Parent-relative transforms keep the file's axes (the axis only turns the world).
@@ -279,6 +282,33 @@ def test_scene_round_trip_is_byte_exact(endian, interleaved):
     data = tmd0_bytes(endian, interleaved)
     scene = _perturbed(convert.to_scene(tmd0.read(data)))
     assert tmd0.write(convert.from_scene(scene)) == data
+
+
+def _through_blender(scene):
+    """The scene with every extras dict as Blender gives it back (JSON through the extras codec)."""
+
+    def trip(value):
+        return extras.decode(json.loads(json.dumps(extras.encode(value))))
+
+    scene = copy.deepcopy(scene)
+    for item in [scene, *scene.skeletons, *scene.meshes, *scene.materials, *scene.images]:
+        item.extras = trip(item.extras)
+    for skeleton in scene.skeletons:
+        skeleton.bone_extras = [trip(e) for e in skeleton.bone_extras]
+    return scene
+
+
+@pytest.mark.parametrize(("endian", "interleaved"), LAYOUTS)
+def test_extras_hold_plain_values_that_survive_blender(endian, interleaved):
+    data = tmd0_bytes(endian, interleaved)
+    scene = convert.to_scene(tmd0.read(data))
+    header = scene.extras[convert.KEY]
+    assert header["magic"] == b"tmd0" and isinstance(header["terminator"], int)
+    assert all(isinstance(p, int) for p in header["layout"]["pointers"])
+    assert isinstance(scene.meshes[0].extras[convert.KEY]["operations"], bytes)
+    assert isinstance(scene.materials[0].extras["record"], bytes)
+    assert isinstance(scene.images[0].extras["index"], int)
+    assert tmd0.write(convert.from_scene(_through_blender(scene))) == data
 
 
 def test_renamed_bone_gets_new_hash_and_edited_mesh_rebuilds():

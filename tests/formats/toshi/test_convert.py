@@ -1,10 +1,12 @@
 """TMD/TKL/TML ↔ Scene: import values, byte-exact re-export, writing from scratch, export rules."""
 
 import copy
+import json
 
 import demo_creature
 import numpy as np
 import pytest
+from retro_models.formats import extras
 from retro_models.formats.scene import Channel, Layer, Mesh, Scene, Skeleton, axis_matrix
 from retro_models.formats.toshi import convert, strips, tkl, tmd, tml
 from toshi_fixtures import POSITIONS, ROTATIONS, tkl_bytes, tmd_bytes, tml_bytes
@@ -105,6 +107,37 @@ def test_demo_creature_round_trip(perturb):
     if perturb:
         scene = _perturb(scene)
     model, new_library, materials = convert.from_scene(scene, tkl=library)
+    assert tmd.write(model) == files["demo.tmd"]
+    assert tkl.write(new_library) == files["demo.tkl"]
+    assert tml.write(materials) == files["demo.tml"]
+
+
+def _through_blender(scene: Scene) -> Scene:
+    """The scene with every extras dict as Blender gives it back (JSON through the extras codec)."""
+
+    def trip(value):
+        return extras.decode(json.loads(json.dumps(extras.encode(value))))
+
+    scene = copy.deepcopy(scene)
+    for item in [scene, *scene.skeletons, *scene.meshes, *scene.materials, *scene.images, *scene.animations]:
+        item.extras = trip(item.extras)
+    for skeleton in scene.skeletons:
+        skeleton.bone_extras = [trip(e) for e in skeleton.bone_extras]
+    for animation in scene.animations:
+        for channel in animation.channels:
+            channel.extras = trip(channel.extras)
+    return scene
+
+
+def test_extras_hold_plain_values_that_survive_blender():
+    files = demo_creature.demo_files()
+    library = tkl.read(files["demo.tkl"])
+    scene = convert.to_scene(tmd.read(files["demo.tmd"]), library, tml.read(files["demo.tml"]))
+    assert scene.extras["tkl_field"] == tmd.read(files["demo.tmd"]).tkl_field
+    assert isinstance(scene.extras["salt"], int) and isinstance(scene.extras["lods"][0]["sphere"], bytes)
+    assert isinstance(scene.meshes[0].extras["strips"], bytes)
+    assert isinstance(scene.materials[0].extras["name_field"], bytes)
+    model, new_library, materials = convert.from_scene(_through_blender(scene), tkl=library)
     assert tmd.write(model) == files["demo.tmd"]
     assert tkl.write(new_library) == files["demo.tkl"]
     assert tml.write(materials) == files["demo.tml"]
