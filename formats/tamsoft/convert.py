@@ -147,15 +147,23 @@ def to_scene(
     names: list[str] | None = None,
     axis: np.ndarray | None = None,
     name: str = "tmd0",
+    filename: str = "<bytes>",
 ) -> Scene:
-    """The scene of a model; ``textures`` = (name, payload) per texture entry (see ``cat.textures``)."""
+    """The scene of a model; ``textures`` = (name, payload) per texture entry (see ``cat.textures``).
+
+    ``filename``: the file the model was read from, named by errors.
+    """
     axis = DEFAULT_AXIS if axis is None else np.asarray(axis, np.float64)
     scene = Scene(name=name)
     scene.extras[KEY] = _header_extras(model)
     if len(model.hierarchy) != len(model.bones):
-        raise FormatError(name, 0, f"{len(model.hierarchy)} hierarchy entries for {len(model.bones)} bones")
+        raise FormatError(
+            filename,
+            _place(model, "hierarchy"),
+            f"{len(model.hierarchy)} bone hierarchy entries for {len(model.bones)} bone matrices",
+        )
     if len(model.bones):
-        scene.skeletons.append(_skeleton(model, names or [], axis, name))
+        scene.skeletons.append(_skeleton(model, names or [], axis, name, filename))
     scene.images = _images(model, textures, scene.warnings)
     scene.materials = [_material(model, i) for i in range(len(model.materials))]
     scene.meshes.append(_mesh(model, axis, name, scene.warnings))
@@ -195,7 +203,32 @@ def _bounds(positions: np.ndarray) -> np.ndarray:
     return np.concatenate([positions.min(axis=0), positions.max(axis=0)]).astype(np.float32)
 
 
-def _skeleton(model: tmd0.TMD0, names: list[str], axis: np.ndarray, name: str) -> Skeleton:
+def _place(model: tmd0.TMD0, table: str, index: int = 0) -> int:
+    """File offset of record ``index`` of a table (0 for a model not read from a file)."""
+    size = tmd0.TABLES[table].itemsize if tmd0.TABLES[table] is not None else 0
+    return model.layout.place(table, index, size) if model.layout is not None else 0
+
+
+def _bind_matrices(model: tmd0.TMD0, filename: str) -> np.ndarray:
+    """The bones' bind matrices: the inverses of their inverse bind matrices."""
+    try:
+        return np.linalg.inv(model.inverse_binds)
+    except np.linalg.LinAlgError as e:
+        i = next(i for i, matrix in enumerate(model.inverse_binds) if not _invertible(matrix))
+        raise FormatError(
+            filename, _place(model, "bones", i), f"bone {i}: its inverse bind matrix is singular"
+        ) from e
+
+
+def _invertible(matrix: np.ndarray) -> bool:
+    try:
+        np.linalg.inv(matrix)
+    except np.linalg.LinAlgError:
+        return False
+    return True
+
+
+def _skeleton(model: tmd0.TMD0, names: list[str], axis: np.ndarray, name: str, filename: str) -> Skeleton:
     known = bone_names.lookup(names)
     hashes = model.hierarchy["hash"].tolist()
     bone_list, seen = [], set()
@@ -205,10 +238,7 @@ def _skeleton(model: tmd0.TMD0, names: list[str], axis: np.ndarray, name: str) -
             bone += "_"
         seen.add(bone)
         bone_list.append(bone)
-    try:
-        bind = np.linalg.inv(model.inverse_binds)
-    except np.linalg.LinAlgError as e:
-        raise FormatError(name, 0, "a bone's inverse bind matrix is singular") from e
+    bind = _bind_matrices(model, filename)
     deform = np.zeros(len(hashes), bool)
     used = np.arange(tmd0.MAX_PALETTE) < model.rigs["count"][:, None]
     deform[model.rigs["bones"][used]] = True

@@ -266,9 +266,14 @@ def _mesh(
     where = f"LOD {li} mesh {mi} ({mesh.material!r})"
     piece_tris = [strips.to_triangles(p.strip) for p in pieces]
     for pi, piece in enumerate(pieces):
-        if len(piece.strip) and (piece.strip.min() < 0 or piece.strip.max() >= count):
+        outside = (piece.strip < 0) | (piece.strip >= count)
+        if outside.any():
+            k = int(np.argmax(outside))
             raise FormatError(
-                filename, 0, f"{where} piece {pi}: strip indices reach outside the mesh's {count} vertices"
+                filename,
+                piece.strip_offset(k),
+                f"{where} piece {pi}: strip index {k} ({int(piece.strip[k])}) reaches outside the mesh's "
+                f"{count} vertices",
             )
     triangles = np.concatenate(piece_tris) if piece_tris else np.zeros((0, 3), np.int32)
     joints, weights = _skin(model, pieces, vertices, where, filename)
@@ -337,10 +342,14 @@ def _skin(model, pieces, vertices, where: str, filename: str) -> tuple[np.ndarra
     bad = used & ((joints < 0) | (joints >= len(model.nodes)))
     if bad.any():
         v = int(np.flatnonzero(bad.any(axis=1))[0])
+        stored_in = int(np.searchsorted(np.cumsum([len(p.vertices) for p in pieces]), v, side="right"))
+        first = sum(len(p.vertices) for p in pieces[:stored_in])
+        bones_at = pieces[stored_in].vertex_offset(v - first) + tmd_format.VERTEX_DTYPE.fields["bones"][1]
         raise FormatError(
             filename,
-            0,
-            f"{where}: vertex {v} is weighted to a bone outside its piece's palette or the skeleton",
+            bones_at,
+            f"{where}: vertex {v} is weighted to a bone outside its piece's palette or the skeleton "
+            "(its bone bytes)",
         )
     joints = np.where(used, joints, 0).astype(np.int32)
     return joints, vertices["weights"].astype(np.float32) / 255.0

@@ -58,6 +58,7 @@ VERTEX_DTYPE = np.dtype(
         ("uv", "<f4", (2,)),  # V stored negated
     ]
 )
+PIECE_HEADER_SIZE = 40  # four counts, bounding box centre and half-extent
 assert NODE_DTYPE.itemsize == 0xB0 and KEY_DTYPE.itemsize == 8 and VERTEX_DTYPE.itemsize == 40
 
 # Channel flags: which TKL tables the keys use.
@@ -123,6 +124,15 @@ class Piece:
     palette: np.ndarray  # (P,) uint32 node indices
     vertices: np.ndarray  # VERTEX_DTYPE
     strip: np.ndarray  # (I,) int16 indices into the mesh's concatenated vertices
+    offset: int = field(default=0, compare=False)  # of the piece header in the file read (0: built)
+
+    def vertex_offset(self, index: int) -> int:
+        """File offset of vertex ``index`` of this piece (the header, palette and vertices follow each other)."""
+        return self.offset + PIECE_HEADER_SIZE + 4 * len(self.palette) + VERTEX_DTYPE.itemsize * index
+
+    def strip_offset(self, index: int) -> int:
+        """File offset of strip index ``index`` (after the vertices)."""
+        return self.vertex_offset(len(self.vertices)) + 2 * index
 
 
 @dataclass
@@ -332,13 +342,14 @@ def _read_lods(r: Reader) -> tuple[bytes, list[LOD]]:
             r.check_count(piece_count, 40, "mesh piece")
             mesh = Mesh(total_indices, total_vertices, r.bytes(32, "material name"))
             for _ in range(piece_count):
+                offset = r.pos
                 index_count, vertex_count, palette_size, required = r.unpack("4I", "piece header")
                 centre = r.array("<f4", 3, "bbox centre")
                 half = r.array("<f4", 3, "bbox half-extent")
                 palette = r.array("<u4", palette_size, "bone palette")
                 vertices = r.array(VERTEX_DTYPE, vertex_count, "vertices")
                 strip = r.array("<i2", index_count, "strip indices")
-                mesh.pieces.append(Piece(required, centre, half, palette, vertices, strip))
+                mesh.pieces.append(Piece(required, centre, half, palette, vertices, strip, offset))
             lod.meshes.append(mesh)
         lods.append(lod)
     return lod_value, lods
