@@ -42,6 +42,7 @@ from ..scene import (
     compose,
     matrix_to_quat,
     quat_multiply,
+    world_from_local,
 )
 from . import resources as res
 from . import vectors
@@ -255,7 +256,7 @@ class _Import:
     def skeleton(self, i: int, content: res.Skeleton) -> None:
         bones = content.bones
         parents = bones["parent"].astype(np.int32) - 1
-        world = _world(compose(bones["position"], bones["orientation"][:, [3, 0, 1, 2]]), parents)
+        world = world_from_local(compose(bones["position"], bones["orientation"][:, [3, 0, 1, 2]]), parents)
         names = [self.text(ref, f"bone{j}") for j, ref in enumerate(bones["name"])]
         name = self.label(i, f"skeleton{i}")
         base = np.concatenate([bones["position"], bones["orientation"]], axis=1)
@@ -418,14 +419,6 @@ def _unsigned(values) -> np.ndarray:
 
 def _floats(values) -> list[float]:
     return [float(v) for v in np.asarray(values, np.float32).ravel()]
-
-
-def _world(local: np.ndarray, parents: np.ndarray) -> np.ndarray:
-    """Armature-space matrices from parent-relative ones (decision 6: parents come first)."""
-    world = local.copy()
-    for j in np.flatnonzero(parents >= 0):
-        world[j] = world[parents[j]] @ local[j]
-    return world
 
 
 def _blend_table(deform: res.SkeletalDeform, binding_bones: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -634,7 +627,7 @@ class _Export:
             base = np.array(
                 [e["base"] if ok else [0] * 7 for e, ok in zip(extras, has_base, strict=True)], np.float32
             )
-            original = _world(compose(base[:, :3], base[:, [6, 3, 4, 5]]), parents)
+            original = world_from_local(compose(base[:, :3], base[:, [6, 3, 4, 5]]), parents)
             close = has_base & np.isclose(original, world, rtol=0, atol=10 * TOLERANCE, equal_nan=True).all(
                 axis=(1, 2)
             )

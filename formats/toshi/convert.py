@@ -38,6 +38,7 @@ import dataclasses
 
 import numpy as np
 
+from ..curves import slerp
 from ..errors import ExportError, FormatError
 from ..scene import (
     Animation,
@@ -667,27 +668,6 @@ class _Library:
         return tkl_format.TKL(tkl_format.name_field(self.name), positions, rotations)
 
 
-def _slerp(times: np.ndarray, key_times: np.ndarray, quats: np.ndarray) -> np.ndarray:
-    """Quaternions (w, x, y, z) sampled at ``times`` by spherical interpolation between keys."""
-    if len(key_times) == 1:
-        return np.repeat(quats, len(times), axis=0)
-    i = np.clip(np.searchsorted(key_times, times, side="right") - 1, 0, len(key_times) - 2)
-    t = np.clip((times - key_times[i]) / np.maximum(key_times[i + 1] - key_times[i], 1e-12), 0.0, 1.0)[
-        :, None
-    ]
-    a, b = quats[i], quats[i + 1]
-    dot = (a * b).sum(axis=1, keepdims=True)
-    b = np.where(dot < 0, -b, b)
-    dot = np.abs(dot)
-    angle = np.arccos(np.clip(dot, -1.0, 1.0))
-    sin = np.sin(angle)
-    small = sin < 1e-6
-    wa = np.where(small, 1 - t, np.sin((1 - t) * angle) / np.where(small, 1, sin))
-    wb = np.where(small, t, np.sin(t * angle) / np.where(small, 1, sin))
-    q = wa * a + wb * b
-    return q / np.linalg.norm(q, axis=1, keepdims=True)
-
-
 def _channel_keys(
     location: Channel | None,
     rotation: Channel | None,
@@ -740,7 +720,7 @@ def _channel_keys(
     if rotation is not None:
         values = np.asarray(rotation.values, np.float64).reshape(-1, 4)
         if not same_times:
-            values = _slerp(times, np.asarray(rotation.times, np.float64), values)
+            values = slerp(rotation.times, values, times)
         if is_root:
             values = quat_multiply(axis_q * np.array([1, -1, -1, -1]), values)
         keys["rotation"] = library.rotations_for(values[:, [1, 2, 3, 0]], preferred.get("rotation_indices"))
