@@ -485,14 +485,7 @@ def from_scene(scene: Scene, axis: np.ndarray | None = None, endian: str | None 
     axis = DEFAULT_AXIS if axis is None else np.asarray(axis, np.float64)
     header = scene.extras.get(KEY, {})
     mesh, extras = _merged_mesh(scene)
-    model = tmd0.TMD0(endian or header.get("endian", "<"))
-    model.magic = header.get("magic", model.magic)
-    model.reserved = header.get("reserved", 0)
-    model.unknown = header.get("unknown", model.unknown)
-    model.frame_count = header.get("frame_count", 0)
-    model.terminator = header.get("terminator", 0)
-    model.unknown_count = header.get("unknown_count", 0)
-    model.unknown_block = header.get("unknown_block", b"")
+    model = _header_fields(header, endian)
 
     skeleton = None
     if mesh.skeleton is not None:
@@ -522,14 +515,7 @@ def from_scene(scene: Scene, axis: np.ndarray | None = None, endian: str | None 
         if len(joints) and joints.max() >= len(skeleton):
             raise TamsoftExportError(f"mesh {mesh.name!r} is skinned to a bone outside its skeleton")
 
-    flags = header.get("flags", tmd0.POSITION | tmd0.INTERLEAVED) & ~tmd0.ATTRIBUTE_FLAGS
-    flags |= tmd0.NORMAL if mesh.normals is not None else 0
-    for k in range(min(len(mesh.uv_layers), len(UV_FLAGS))):
-        flags |= UV_FLAGS[k]
-    flags |= tmd0.COLOUR if mesh.color_layers else 0
-    flags |= tmd0.SKIN if skinned else 0
-    model.flags = flags
-
+    model.flags = _vertex_flags(header.get("flags", tmd0.POSITION | tmd0.INTERLEAVED), mesh, skinned)
     kept = _kept_draw_list(model, extras, triangles, face_material, count, joints, weight_bytes)
     if kept is not None:
         source, bone_ids = np.arange(count), kept
@@ -555,6 +541,30 @@ def from_scene(scene: Scene, axis: np.ndarray | None = None, endian: str | None 
         model.draw_list["bounds"] = _entry_bounds(model)
     model.layout = _layout(header.get("layout"))
     return model
+
+
+def _header_fields(header: dict, endian: str | None) -> tmd0.TMD0:
+    """A model holding the stored header fields (a new model's defaults when there are none)."""
+    model = tmd0.TMD0(endian or header.get("endian", "<"))
+    model.magic = header.get("magic", model.magic)
+    model.reserved = header.get("reserved", 0)
+    model.unknown = header.get("unknown", model.unknown)
+    model.frame_count = header.get("frame_count", 0)
+    model.terminator = header.get("terminator", 0)
+    model.unknown_count = header.get("unknown_count", 0)
+    model.unknown_block = header.get("unknown_block", b"")
+    return model
+
+
+def _vertex_flags(stored: int, mesh: Mesh, skinned: bool) -> int:
+    """The stored flags with the attribute bits of what the mesh has."""
+    flags = stored & ~tmd0.ATTRIBUTE_FLAGS
+    flags |= tmd0.NORMAL if mesh.normals is not None else 0
+    for k in range(min(len(mesh.uv_layers), len(UV_FLAGS))):
+        flags |= UV_FLAGS[k]
+    flags |= tmd0.COLOUR if mesh.color_layers else 0
+    flags |= tmd0.SKIN if skinned else 0
+    return flags
 
 
 def _bones(skeleton: Skeleton, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -356,11 +356,15 @@ def _skin(model, pieces, vertices, where: str, filename: str) -> tuple[np.ndarra
     return joints, vertices["weights"].astype(np.float32) / 255.0
 
 
+USES_POSITION = (tmd_format.CHANNEL_TRANSLATION_ROTATION, tmd_format.CHANNEL_TRANSLATION)
+USES_ROTATION = (tmd_format.CHANNEL_ROTATION, tmd_format.CHANNEL_TRANSLATION_ROTATION)
+
+
 def _animation(scene: Scene, model: tmd_format.TMD, anim: tmd_format.Animation, tkl, axis3) -> Animation:
     names = model.node_names()
     roots = model.nodes["parent"] < 0
     axis_q = _axis_quat(axis3)
-    flags_list, raw_keys, bad_keys = [], {}, 0
+    raw_keys, bad_keys = {}, 0
     result = Animation(
         name=anim.name,
         fps=FPS,
@@ -370,51 +374,14 @@ def _animation(scene: Scene, model: tmd_format.TMD, anim: tmd_format.Animation, 
     )
     for node, channel_id in enumerate(anim.channels.tolist()):
         channel = model.channels[channel_id]
-        flags_list.append(channel.flags)
-        keys = channel.keys
-        pos_idx = keys["position"].astype(np.int64)
-        rot_idx = keys["rotation"].astype(np.int64)
-        uses_position = channel.flags in (
-            tmd_format.CHANNEL_TRANSLATION_ROTATION,
-            tmd_format.CHANNEL_TRANSLATION,
-        )
-        uses_rotation = channel.flags in (
-            tmd_format.CHANNEL_ROTATION,
-            tmd_format.CHANNEL_TRANSLATION_ROTATION,
-        )
-        resolvable = tkl is not None and (uses_position or uses_rotation)
-        if resolvable:
-            missing = (uses_position and (pos_idx >= len(tkl.positions)).any()) or (
-                uses_rotation and (rot_idx >= len(tkl.rotations)).any()
-            )
-            if missing:
-                bad_keys += 1
-                resolvable = False
-        if not resolvable:
-            if len(keys) or channel.flags not in (0, 1, 2, 3):
-                raw_keys[str(node)] = keys.tobytes()
+        keyed = channel.flags in USES_POSITION or channel.flags in USES_ROTATION
+        missing = tkl is not None and keyed and _keys_missing(channel, tkl)
+        bad_keys += missing
+        if tkl is None or not keyed or missing:
+            if len(channel.keys) or channel.flags not in (0, 1, 2, 3):
+                raw_keys[str(node)] = channel.keys.tobytes()
             continue
-        times = keys["time"].astype(np.float64) * FPS
-        key_extras = {
-            "times": _floats(keys["time"]),
-            "position_indices": pos_idx.tolist(),
-            "rotation_indices": rot_idx.tolist(),
-        }
-        if uses_position:
-            loc = tkl.positions[pos_idx].astype(np.float64)
-            if roots[node]:
-                loc = loc @ axis3.T
-            result.channels.append(
-                Channel("bone", names[node], "location", times, loc, "LINEAR", extras=key_extras)
-            )
-        if uses_rotation:
-            q = _quat_xyzw_to_wxyz(tkl.rotations[rot_idx])
-            if roots[node]:
-                q = quat_multiply(axis_q, q)
-            extras = key_extras if not uses_position else {}
-            result.channels.append(
-                Channel("bone", names[node], "rotation_quaternion", times, q, "LINEAR", extras=extras)
-            )
+        result.channels += _bone_channels(channel, names[node], bool(roots[node]), tkl, axis3, axis_q)
     if bad_keys:
         scene.warnings.append(
             f"animation {anim.name!r}: {bad_keys} channels use keys missing from the keyframe "
@@ -428,10 +395,49 @@ def _animation(scene: Scene, model: tmd_format.TMD, anim: tmd_format.Animation, 
         "c": int(anim.c),
         "duration": float(np.float32(anim.duration)),
         "channel_ids": anim.channels.tolist(),
-        "channel_flags": flags_list,
+        "channel_flags": [model.channels[c].flags for c in anim.channels.tolist()],
         "raw_keys": raw_keys,
     }
     return result
+
+
+def _keys_missing(channel: tmd_format.Channel, tkl: tkl_format.TKL) -> bool:
+    """Whether a key of the channel looks up a value past the end of the keyframe library."""
+    keys = channel.keys
+    return bool(
+        (channel.flags in USES_POSITION and (keys["position"] >= len(tkl.positions)).any())
+        or (channel.flags in USES_ROTATION and (keys["rotation"] >= len(tkl.rotations)).any())
+    )
+
+
+def _bone_channels(
+    channel: tmd_format.Channel, bone: str, is_root: bool, tkl, axis3, axis_q
+) -> list[Channel]:
+    """The location and/or rotation channel a TMD channel keys, values looked up in the library.
+
+    The first keeps the file's key times and library indices (extras) for a lossless export."""
+    keys = channel.keys
+    times = keys["time"].astype(np.float64) * FPS
+    pos_idx = keys["position"].astype(np.int64)
+    rot_idx = keys["rotation"].astype(np.int64)
+    key_extras = {
+        "times": _floats(keys["time"]),
+        "position_indices": pos_idx.tolist(),
+        "rotation_indices": rot_idx.tolist(),
+    }
+    out = []
+    if channel.flags in USES_POSITION:
+        loc = tkl.positions[pos_idx].astype(np.float64)
+        if is_root:
+            loc = loc @ axis3.T
+        out.append(Channel("bone", bone, "location", times, loc, "LINEAR", extras=key_extras))
+    if channel.flags in USES_ROTATION:
+        q = _quat_xyzw_to_wxyz(tkl.rotations[rot_idx])
+        if is_root:
+            q = quat_multiply(axis_q, q)
+        extras = {} if out else key_extras
+        out.append(Channel("bone", bone, "rotation_quaternion", times, q, "LINEAR", extras=extras))
+    return out
 
 
 # -- export -------------------------------------------------------------------

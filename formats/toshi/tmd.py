@@ -219,6 +219,39 @@ class _Parser:
         self.blocks.append((start, start + size, kind, index))
         return sub
 
+    def animations(
+        self, table_at: int, count: int, salt: int, node_count: int
+    ) -> tuple[list[Animation], list[Channel]]:
+        """The animations of the table at ``table_at`` and the channels they use (shared ones once)."""
+        table = self.block("table", 0, table_at, 4 * count).array("<u4", count, "animation addresses")
+        channels: list[Channel] = []
+        channel_ids: dict[int, int] = {}  # address → index in ``channels``
+        animations = []
+        for i, stored in enumerate(table.tolist()):
+            at = self.decrypt(stored, salt, f"animation {i}", table_at + 4 * i)
+            a = self.block("animation", i, at, 32 + 4 * node_count)
+            name_length = a.u8("animation name length")
+            name_field = a.bytes(15, "animation name")
+            word_a, word_b, word_c, duration = a.unpack("3If", "animation words")
+            addresses = a.array("<u4", node_count, "channel addresses")
+            ids = np.empty(node_count, np.int32)
+            for node, stored_channel in enumerate(addresses.tolist()):
+                channel_at = self.decrypt(
+                    stored_channel, salt, f"animation {i} channel {node}", a.pos - 4 * (node_count - node)
+                )
+                if channel_at not in channel_ids:
+                    channel_ids[channel_at] = len(channels)
+                    channels.append(self.channel(channel_at, len(channels)))
+                ids[node] = channel_ids[channel_at]
+            animations.append(Animation(name_length, name_field, word_a, word_b, word_c, duration, ids))
+        return animations, channels
+
+    def channel(self, at: int, index: int) -> Channel:
+        flags, key_count = self.r.sub(at, 4, "channel header").unpack("2H", "channel header")
+        c = self.block("channel", index, at, 4 + 8 * key_count)
+        c.pos += 4
+        return Channel(flags, c.array(KEY_DTYPE, key_count, "keys"))
+
     def layout(self, header_end: int) -> tuple[list[tuple[str, int, bytes]], bytes]:
         """Block order and the bytes between blocks; overlapping blocks are rejected."""
         data = self.r.data
@@ -277,33 +310,7 @@ def read(data: bytes, filename: str = "<bytes>") -> TMD:
             nodes_at + 0xB0 * i + 160,
         )
 
-    table = p.block("table", 0, table_at, 4 * animation_count).array(
-        "<u4", animation_count, "animation addresses"
-    )
-    channels: list[Channel] = []
-    channel_ids: dict[int, int] = {}
-    animations = []
-    for i, stored in enumerate(table.tolist()):
-        at = p.decrypt(stored, salt, f"animation {i}", table_at + 4 * i)
-        a = p.block("animation", i, at, 32 + 4 * node_count)
-        name_length = a.u8("animation name length")
-        name_field = a.bytes(15, "animation name")
-        word_a, word_b, word_c, duration = a.unpack("3If", "animation words")
-        addresses = a.array("<u4", node_count, "channel addresses")
-        ids = np.empty(node_count, np.int32)
-        for node, stored_channel in enumerate(addresses.tolist()):
-            channel_at = p.decrypt(
-                stored_channel, salt, f"animation {i} channel {node}", a.pos - 4 * (node_count - node)
-            )
-            if channel_at not in channel_ids:
-                flags, key_count = r.sub(channel_at, 4, "channel header").unpack("2H", "channel header")
-                c = p.block("channel", len(channels), channel_at, 4 + 8 * key_count)
-                c.pos += 4
-                channel_ids[channel_at] = len(channels)
-                channels.append(Channel(flags, c.array(KEY_DTYPE, key_count, "keys")))
-            ids[node] = channel_ids[channel_at]
-        animations.append(Animation(name_length, name_field, word_a, word_b, word_c, duration, ids))
-
+    animations, channels = p.animations(table_at, animation_count, salt, node_count)
     lod_at = ADDRESS_BIAS + scene_size
     r.seek(lod_at, "LOD block")
     lod_value, lods = _read_lods(r)
