@@ -139,18 +139,27 @@ SLERP_TOLERANCE = 1e-6
 SLERP_KEY_TOLERANCE = 1e-5
 
 
+def key_segments(key_times: np.ndarray, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per frame the segment i between keys i and i + 1 (of at least two) and how far along it (0..1):
+    the end keys hold outside them, and of keys sharing a time the later one holds from that time on."""
+    i = np.clip(np.searchsorted(key_times, frames, side="right") - 1, 0, len(key_times) - 2)
+    span = key_times[i + 1] - key_times[i]
+    u = np.where(span > 0, (frames - key_times[i]) / np.where(span > 0, span, 1.0), 1.0)
+    return i, np.clip(u, 0.0, 1.0)
+
+
 def slerp(key_times, quats, frames) -> np.ndarray:
     """Quaternions (K, 4) keyed at ``key_times`` sampled at ``frames`` (N,) along the shortest arc
-    between keys (the meaning of a LINEAR ``rotation_quaternion`` channel), unit length."""
+    between keys (the meaning of a LINEAR ``rotation_quaternion`` channel, and the games'), unit
+    length; keys are looked up as ``key_segments`` does. Either component order works: only dot
+    products and sums are used."""
     key_times, quats = np.asarray(key_times, np.float64), np.asarray(quats, np.float64)
     frames = np.asarray(frames, np.float64)
     if len(key_times) == 1:
         return np.repeat(quats / np.linalg.norm(quats, axis=1, keepdims=True), len(frames), axis=0)
-    i = np.clip(np.searchsorted(key_times, frames, side="right") - 1, 0, len(key_times) - 2)
-    span = key_times[i + 1] - key_times[i]
-    u = np.clip((frames - key_times[i]) / np.where(span > 0, span, 1.0), 0.0, 1.0)[:, None]
+    i, u = key_segments(key_times, frames)
     a, b = quats[i], quats[i + 1]
-    return _arc(a, np.where((a * b).sum(axis=1, keepdims=True) < 0, -b, b), u)
+    return _arc(a, np.where((a * b).sum(axis=1, keepdims=True) < 0, -b, b), u[:, None])
 
 
 def _arc(a, b, u):

@@ -31,6 +31,7 @@ KIND = b"bck1"
 ANK1_HEADER_SIZE = 0x24
 ANK1_ALIGN = 32  # every ANK1 block starts on a 32-byte boundary
 SOUND_OFFSET_IN_TAG = 12  # the tag word at file offset 0x1C
+JOINT_COUNT_OFFSET = FILE_HEADER_SIZE + 0x0C  # the u16 joint count of ANK1, the file's only section
 SOUND_DTYPE = np.dtype(
     [
         ("id", ">u4"),

@@ -35,8 +35,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import FormatError
 from ..scene import Animation, Channel, Scene
-from .bck import BCK, SOUND_DTYPE
+from .bck import BCK, JOINT_COUNT_OFFSET, SOUND_DTYPE
 from .bpk import BPK
 from .brk import BRK, ColorGroup, color_entries
 from .btk import BTK
@@ -439,11 +440,13 @@ def _srt_tracks(lookup, count: int, extras: dict) -> tuple[np.ndarray, list[np.n
     return tracks, banks, frac, exact
 
 
-def bck_to_scene(bck: BCK, joint_names: list[str], name: str = "") -> Scene:
+def bck_to_scene(bck: BCK, joint_names: list[str], name: str = "", filename: str = "<bytes>") -> Scene:
     if len(joint_names) != bck.joint_count:
-        raise ValueError(
+        raise FormatError(
+            filename,
+            JOINT_COUNT_OFFSET,
             f"the animation has {bck.joint_count} joints but the armature has {len(joint_names)}: "
-            "it belongs to another model"
+            "it belongs to another model",
         )
     channels = _srt_channels(
         bck.tracks,
@@ -763,12 +766,13 @@ def btp_from_animation(animation: Animation) -> BTP:
 # -- entry points -------------------------------------------------------------------------------
 
 
-def to_scene(model, joint_names: list[str] | None = None, name: str = "") -> Scene:
-    """A Scene with one Animation; BCK needs the model's joint names in joint order."""
+def to_scene(model, joint_names: list[str] | None = None, name: str = "", filename: str = "<bytes>") -> Scene:
+    """A Scene with one Animation; BCK needs the model's joint names in joint order (``filename``: the
+    file read, named when they do not match)."""
     if isinstance(model, BCK):
         if joint_names is None:
             raise ValueError("a BCK needs the joint names of its model (joints are matched by index)")
-        return bck_to_scene(model, joint_names, name)
+        return bck_to_scene(model, joint_names, name, filename)
     for kind, function in (
         (BTK, btk_to_scene),
         (BRK, brk_to_scene),

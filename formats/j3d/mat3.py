@@ -98,9 +98,16 @@ class MAT3:
     marker: int = 0xFFFF
     # None: pad the section to 32 bytes. b"": a section cut short (its last table holds what is left).
     end_padding: bytes | None = None
+    records_offset: int = field(default=0, compare=False)  # of the material records in the file read
 
     def material(self, slot: int) -> np.void:
         return self.materials[int(self.remap[slot])]
+
+    def index_offset(self, slot: int, name: str, element: int = 0) -> int:
+        """File offset of the table index ``name`` (its ``element``) in the record of material ``slot``."""
+        base, offset = MATERIAL_DTYPE.fields[name][0].base, MATERIAL_DTYPE.fields[name][1]
+        record = int(self.remap[slot])
+        return self.records_offset + record * MATERIAL_DTYPE.itemsize + offset + element * base.itemsize
 
 
 def read_mat3(data: bytes, offset: int, size: int, filename: str) -> MAT3:
@@ -148,7 +155,8 @@ def read_mat3(data: bytes, offset: int, size: int, filename: str) -> MAT3:
     }
     order = [TABLES[i] for _, i in present]
     end_padding = None if size % 32 == 0 else b""
-    return MAT3(materials, remap, names, tables, order, padding_after, marker, end_padding)
+    records_offset = offset + spans["materials"][0]
+    return MAT3(materials, remap, names, tables, order, padding_after, marker, end_padding, records_offset)
 
 
 def write_mat3(mat3: MAT3) -> bytes:

@@ -36,14 +36,16 @@ def _table(mat3: MAT3, name: str, dtype) -> np.ndarray:
     return np.frombuffer(data[: len(data) // dtype.itemsize * dtype.itemsize], dtype)
 
 
-def _entry(table: np.ndarray, index: int, what: str, material: str, filename: str):
+def _entry(table: np.ndarray, mat3: MAT3, slot: int, field: str, element: int, what: str, filename: str):
+    """Row of ``table`` that index ``field`` (its ``element``) of material ``slot`` selects; None for none."""
+    index = int(np.atleast_1d(mat3.material(slot)[field])[element])
     if index == NONE:
         return None
     if index >= len(table):
         raise FormatError(
             filename,
-            0,
-            f"MAT3 material {material!r}: {what} index {index} is past its table ({len(table)} entries)",
+            mat3.index_offset(slot, field, element),
+            f"MAT3 material {mat3.names[slot]!r}: {what} index {index} is past its table ({len(table)} entries)",
         )
     return table[index]
 
@@ -94,10 +96,10 @@ def bmt_to_scene(bmt: BMT, name: str = "", filename: str = "<bytes>") -> Scene:
     used: dict[int, int] = {}  # TEX1 index → Scene image index
     for slot, material_name in enumerate(mat3.names):
         record = mat3.material(slot)
-        color = _entry(colors, int(record["material_colors"][0]), "material colour", material_name, filename)
-        cull = _entry(cull_modes, int(record["cull_mode"]), "cull mode", material_name, filename)
-        blend = _entry(blends, int(record["blend"]), "blend mode", material_name, filename)
-        compare = _entry(compares, int(record["alpha_compare"]), "alpha compare", material_name, filename)
+        color = _entry(colors, mat3, slot, "material_colors", 0, "material colour", filename)
+        cull = _entry(cull_modes, mat3, slot, "cull_mode", 0, "cull mode", filename)
+        blend = _entry(blends, mat3, slot, "blend", 0, "blend mode", filename)
+        compare = _entry(compares, mat3, slot, "alpha_compare", 0, "alpha compare", filename)
         material = Material(
             material_name,
             base_color=tuple(float(c) / 255.0 for c in color) if color is not None else (1.0, 1.0, 1.0, 1.0),
@@ -105,8 +107,8 @@ def bmt_to_scene(bmt: BMT, name: str = "", filename: str = "<bytes>") -> Scene:
             backface_culling=cull is not None and int(cull) == CULL_BACK,
             extras={"mat3": _record_extras(record)},
         )
-        for texture in record["textures"]:
-            remapped = _entry(texture_remap, int(texture), "texture", material_name, filename)
+        for k in range(len(record["textures"])):
+            remapped = _entry(texture_remap, mat3, slot, "textures", k, "texture", filename)
             if remapped is None or int(remapped) >= texture_count:
                 continue
             index = int(remapped)

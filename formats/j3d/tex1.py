@@ -7,11 +7,12 @@ and a name table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..binary import Reader, Writer
+from ..errors import FormatError
 from ..textures import gx
 from .container import SectionBuilder, read_gaps, read_names, write_names
 
@@ -53,6 +54,7 @@ class TEX1:
     data: bytes  # texel data and palettes: everything between the headers and the name table
     marker: int = 0xFFFF
     gaps: list[bytes] | None = None  # non-standard bytes around the blocks, see container.read_gaps
+    data_offset: int = field(default=0, compare=False)  # where ``data`` starts in the file read
 
     def data_positions(self, field: str = "data_offset") -> np.ndarray:
         """Where each texture's texels (or palette) start inside ``data`` (int64)."""
@@ -73,18 +75,19 @@ def read_tex1(data: bytes, offset: int, size: int, filename: str) -> TEX1:
     if len(names) != count:
         raise r.error(f"TEX1 name table expected {count} names, found {len(names)}", offset + names_at)
     tex1 = TEX1(headers, names, data[offset + data_start : offset + names_at], marker)
+    tex1.data_offset = offset + data_start
     blocks = [(headers_at, count * BTI_SIZE), (data_start, names_at - data_start), (names_at, names_size)]
     tex1.gaps = read_gaps(data[offset : offset + size], TEX1_HEADER_SIZE, blocks, [32, 1, 1])
-    for field, used in (
+    for offset_field, used in (
         ("data_offset", np.ones(count, bool)),
         ("palette_offset", headers["palette_count"] > 0),
     ):
-        positions = tex1.data_positions(field)
+        positions = tex1.data_positions(offset_field)
         outside = used & ((positions < 0) | (positions >= max(len(tex1.data), 1)))
         if outside.any():
             index = int(np.flatnonzero(outside)[0])
             raise r.error(
-                f"TEX1 texture {index} {field} points outside the texture data",
+                f"TEX1 texture {index} {offset_field} points outside the texture data",
                 offset + headers_at + BTI_SIZE * index,
             )
     return tex1
@@ -109,7 +112,10 @@ def decode(tex1: TEX1, index: int, filename: str = "<bytes>") -> np.ndarray:
         palette = tex1.data[at : at + 2 * int(header["palette_count"])]
         palette_format = int(header["palette_format"])
     start = int(tex1.data_positions()[index])
-    return gx.decode(
-        int(header["format"]), tex1.data, int(header["width"]), int(header["height"]),
-        palette=palette, palette_format=palette_format, filename=filename, offset=start,
-    )  # fmt: skip
+    try:
+        return gx.decode(
+            int(header["format"]), tex1.data, int(header["width"]), int(header["height"]),
+            palette=palette, palette_format=palette_format, filename=filename, offset=start,
+        )  # fmt: skip
+    except FormatError as e:  # its offset counts from the start of ``data``
+        raise FormatError(filename, tex1.data_offset + e.offset, f"TEX1 texture {index}: {e.problem}") from e

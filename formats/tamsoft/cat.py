@@ -41,6 +41,11 @@ class CAT:
         """One readable name per line of the name list (its last field)."""
         return [fields[-1].strip() for fields in self.lines()]
 
+    def payload_offset(self, index: int) -> int:
+        """Where payload ``index`` starts in the file: after the header word, the offsets and the name list."""
+        start = 4 + 4 * (len(self.payloads) + 1) + len(self.name_block)
+        return start + sum(len(p) for p in self.payloads[:index])
+
 
 def detect(data: bytes) -> bool:
     """A CAT whose first payload is a tmd0 model or whose name list is readable."""
@@ -77,10 +82,8 @@ def read(data: bytes, filename: str = "<bytes>") -> CAT:
 def write(cat: CAT) -> bytes:
     w = Writer(cat.endian)
     w.u32(cat.header_size)
-    offset = 4 + 4 * (len(cat.payloads) + 1) + len(cat.name_block)
-    for payload in cat.payloads:
-        w.u32(offset)
-        offset += len(payload)
+    for index in range(len(cat.payloads)):
+        w.u32(cat.payload_offset(index))
     w.u32(END_OF_OFFSETS)
     w.bytes(cat.name_block)
     for payload in cat.payloads:
@@ -153,7 +156,8 @@ def open_model(path: Path) -> Package:
     index = model_index(container, str(path))
     names = container.names()
     name = names[index] if index < len(names) and names[index] else path.stem
-    package = Package(tmd0.read(container.payloads[index], str(path)), name, None, container, index)
+    model = tmd0.read(container.payloads[index], str(path), container.payload_offset(index))
+    package = Package(model, name, None, container, index)
     texture_path = texture_cat_path(path)
     if texture_path is not None:
         package.texture_cat = read(texture_path.read_bytes(), str(texture_path))

@@ -137,10 +137,6 @@ def _canonical_skin(joints: np.ndarray, weight_bytes: np.ndarray) -> np.ndarray:
 # -- import ---------------------------------------------------------------------
 
 
-def _hex(value: int) -> str:
-    return f"0x{value:08X}"
-
-
 def _apply(axis: np.ndarray, vectors: np.ndarray) -> np.ndarray:
     return (np.asarray(vectors, np.float64) @ axis[:3, :3].T).astype(np.float32)
 
@@ -151,15 +147,23 @@ def to_scene(
     names: list[str] | None = None,
     axis: np.ndarray | None = None,
     name: str = "tmd0",
+    filename: str = "<bytes>",
 ) -> Scene:
-    """The scene of a model; ``textures`` = (name, payload) per texture entry (see ``cat.textures``)."""
+    """The scene of a model; ``textures`` = (name, payload) per texture entry (see ``cat.textures``).
+
+    ``filename``: the file the model was read from, named by errors.
+    """
     axis = DEFAULT_AXIS if axis is None else np.asarray(axis, np.float64)
     scene = Scene(name=name)
     scene.extras[KEY] = _header_extras(model)
     if len(model.hierarchy) != len(model.bones):
-        raise FormatError(name, 0, f"{len(model.hierarchy)} hierarchy entries for {len(model.bones)} bones")
+        raise FormatError(
+            filename,
+            _place(model, "hierarchy"),
+            f"{len(model.hierarchy)} bone hierarchy entries for {len(model.bones)} bone matrices",
+        )
     if len(model.bones):
-        scene.skeletons.append(_skeleton(model, names or [], axis, name))
+        scene.skeletons.append(_skeleton(model, names or [], axis, name, filename))
     scene.images = _images(model, textures, scene.warnings)
     scene.materials = [_material(model, i) for i in range(len(model.materials))]
     scene.meshes.append(_mesh(model, axis, name, scene.warnings))
@@ -170,15 +174,15 @@ def _header_extras(model: tmd0.TMD0) -> dict:
     positions = model.vertices["position"]
     extras = {
         "endian": model.endian,
-        "magic": model.magic.hex(),
+        "magic": model.magic,
         "reserved": model.reserved,
         "flags": model.flags,
         "unknown": model.unknown,
         "frame_count": model.frame_count,
-        "terminator": _hex(model.terminator),
+        "terminator": model.terminator,
         "bounds": np.asarray(model.bounds, np.float64).tolist(),
-        "unknown_count": _hex(model.unknown_count),
-        "unknown_block": model.unknown_block.hex(),
+        "unknown_count": model.unknown_count,
+        "unknown_block": model.unknown_block,
     }
     if len(positions):
         extras["vertex_bounds"] = _bounds(positions).astype(np.float64).tolist()
@@ -186,10 +190,10 @@ def _header_extras(model: tmd0.TMD0) -> dict:
     if layout is not None:
         extras["layout"] = {
             "size": layout.size,
-            "table_offsets": {key: _hex(offset) for key, (offset, _) in layout.tables.items()},
+            "table_offsets": {key: offset for key, (offset, _) in layout.tables.items()},
             "table_sizes": {key: size for key, (_, size) in layout.tables.items()},
-            "pointers": [_hex(p) for p in layout.pointers],
-            "gaps": {str(offset): gap.hex() for offset, gap in layout.gaps},
+            "pointers": list(layout.pointers),
+            "gaps": {str(offset): gap for offset, gap in layout.gaps},
         }
     return extras
 
@@ -199,7 +203,32 @@ def _bounds(positions: np.ndarray) -> np.ndarray:
     return np.concatenate([positions.min(axis=0), positions.max(axis=0)]).astype(np.float32)
 
 
-def _skeleton(model: tmd0.TMD0, names: list[str], axis: np.ndarray, name: str) -> Skeleton:
+def _place(model: tmd0.TMD0, table: str, index: int = 0) -> int:
+    """File offset of record ``index`` of a table (0 for a model not read from a file)."""
+    size = tmd0.TABLES[table].itemsize if tmd0.TABLES[table] is not None else 0
+    return model.layout.place(table, index, size) if model.layout is not None else 0
+
+
+def _bind_matrices(model: tmd0.TMD0, filename: str) -> np.ndarray:
+    """The bones' bind matrices: the inverses of their inverse bind matrices."""
+    try:
+        return np.linalg.inv(model.inverse_binds)
+    except np.linalg.LinAlgError as e:
+        i = next(i for i, matrix in enumerate(model.inverse_binds) if not _invertible(matrix))
+        raise FormatError(
+            filename, _place(model, "bones", i), f"bone {i}: its inverse bind matrix is singular"
+        ) from e
+
+
+def _invertible(matrix: np.ndarray) -> bool:
+    try:
+        np.linalg.inv(matrix)
+    except np.linalg.LinAlgError:
+        return False
+    return True
+
+
+def _skeleton(model: tmd0.TMD0, names: list[str], axis: np.ndarray, name: str, filename: str) -> Skeleton:
     known = bone_names.lookup(names)
     hashes = model.hierarchy["hash"].tolist()
     bone_list, seen = [], set()
@@ -209,16 +238,13 @@ def _skeleton(model: tmd0.TMD0, names: list[str], axis: np.ndarray, name: str) -
             bone += "_"
         seen.add(bone)
         bone_list.append(bone)
-    try:
-        bind = np.linalg.inv(model.inverse_binds)
-    except np.linalg.LinAlgError as e:
-        raise FormatError(name, 0, "a bone's inverse bind matrix is singular") from e
+    bind = _bind_matrices(model, filename)
     deform = np.zeros(len(hashes), bool)
     used = np.arange(tmd0.MAX_PALETTE) < model.rigs["count"][:, None]
     deform[model.rigs["bones"][used]] = True
     extras = [
         {
-            "hash": _hex(value),
+            "hash": value,
             "name": bone,
             "position": entry["position"].astype(np.float64).tolist(),
             "unknown": int(entry["unknown"]),
@@ -250,8 +276,8 @@ def _images(model: tmd0.TMD0, textures, warnings: list[str]) -> list[Image]:
             int(entry["width"]),
             int(entry["height"]),
             extras={
-                "index": _hex(int(entry["index"])),
-                "unknown": _hex(int(entry["unknown"])),
+                "index": int(entry["index"]),
+                "unknown": int(entry["unknown"]),
                 "one": int(entry["one"]),
                 "flags": int(entry["flags"]),
             },
@@ -348,7 +374,7 @@ def _material(model: tmd0.TMD0, index: int) -> Material:
             )
         )
     raw = np.ascontiguousarray(record, dtype=tmd0.with_endian(tmd0.MATERIAL_DTYPE, model.endian)).tobytes()
-    return Material(f"material_{index}", textures=slots, extras={"record": raw.hex()})
+    return Material(f"material_{index}", textures=slots, extras={"record": raw})
 
 
 def _mesh(model: tmd0.TMD0, axis: np.ndarray, name: str, warnings: list[str]) -> Mesh:
@@ -369,7 +395,7 @@ def _mesh(model: tmd0.TMD0, axis: np.ndarray, name: str, warnings: list[str]) ->
         "draw_list_first": model.draw_list["first"].astype(np.int64).tolist(),
         "draw_list_count": model.draw_list["count"].astype(np.int64).tolist(),
         "draw_list_type": model.draw_list["type"].astype(np.int64).tolist(),
-        "operations": model.operations.tobytes().hex(),
+        "operations": model.operations.tobytes(),
         "polygroup_count": model.polygroups["count"].astype(np.int64).tolist(),
         "polygroup_unknown": model.polygroups["unknown"].astype(np.int64).tolist(),
         "polygroup_first": model.polygroups["first"].astype(np.int64).tolist(),
@@ -379,7 +405,7 @@ def _mesh(model: tmd0.TMD0, axis: np.ndarray, name: str, warnings: list[str]) ->
     if "normal" in fields:
         raw = vertices["normal"]
         mesh.normals = Layer("normal", _apply(axis, (raw[:, :3].astype(np.float32) - 127) / 128))
-        extras["normal_w"] = raw[:, 3].tobytes().hex()
+        extras["normal_w"] = raw[:, 3].tobytes()
     for layer, key in zip(UV_LAYERS, ("uv0", "uv1", "uv2"), strict=True):
         if key in fields:
             raw = vertices[key].astype(np.float32) / 1024
@@ -392,16 +418,12 @@ def _mesh(model: tmd0.TMD0, axis: np.ndarray, name: str, warnings: list[str]) ->
         if lost:
             warnings.append(f"{lost} skin influences name no bone of their rig and were left out")
         mesh.skin_joints, mesh.skin_weights = joints, weights
-        extras["skin"] = np.concatenate([vertices["bone_ids"], vertices["weights"]], axis=1).tobytes().hex()
+        extras["skin"] = np.concatenate([vertices["bone_ids"], vertices["weights"]], axis=1).tobytes()
     mesh.extras[KEY] = extras
     return mesh
 
 
 # -- export ---------------------------------------------------------------------
-
-
-def _int(value, default: int = 0) -> int:
-    return int(value, 16) if isinstance(value, str) else int(value) if value is not None else default
 
 
 def _per_vertex(layer: Layer | None, triangles: np.ndarray, count: int) -> np.ndarray | None:
@@ -463,14 +485,7 @@ def from_scene(scene: Scene, axis: np.ndarray | None = None, endian: str | None 
     axis = DEFAULT_AXIS if axis is None else np.asarray(axis, np.float64)
     header = scene.extras.get(KEY, {})
     mesh, extras = _merged_mesh(scene)
-    model = tmd0.TMD0(endian or header.get("endian", "<"))
-    model.magic = bytes.fromhex(header.get("magic", model.magic.hex()))
-    model.reserved = header.get("reserved", 0)
-    model.unknown = header.get("unknown", model.unknown)
-    model.frame_count = header.get("frame_count", 0)
-    model.terminator = _int(header.get("terminator"))
-    model.unknown_count = _int(header.get("unknown_count"))
-    model.unknown_block = bytes.fromhex(header.get("unknown_block", ""))
+    model = _header_fields(header, endian)
 
     skeleton = None
     if mesh.skeleton is not None:
@@ -500,14 +515,7 @@ def from_scene(scene: Scene, axis: np.ndarray | None = None, endian: str | None 
         if len(joints) and joints.max() >= len(skeleton):
             raise TamsoftExportError(f"mesh {mesh.name!r} is skinned to a bone outside its skeleton")
 
-    flags = header.get("flags", tmd0.POSITION | tmd0.INTERLEAVED) & ~tmd0.ATTRIBUTE_FLAGS
-    flags |= tmd0.NORMAL if mesh.normals is not None else 0
-    for k in range(min(len(mesh.uv_layers), len(UV_FLAGS))):
-        flags |= UV_FLAGS[k]
-    flags |= tmd0.COLOUR if mesh.color_layers else 0
-    flags |= tmd0.SKIN if skinned else 0
-    model.flags = flags
-
+    model.flags = _vertex_flags(header.get("flags", tmd0.POSITION | tmd0.INTERLEAVED), mesh, skinned)
     kept = _kept_draw_list(model, extras, triangles, face_material, count, joints, weight_bytes)
     if kept is not None:
         source, bone_ids = np.arange(count), kept
@@ -535,6 +543,30 @@ def from_scene(scene: Scene, axis: np.ndarray | None = None, endian: str | None 
     return model
 
 
+def _header_fields(header: dict, endian: str | None) -> tmd0.TMD0:
+    """A model holding the stored header fields (a new model's defaults when there are none)."""
+    model = tmd0.TMD0(endian or header.get("endian", "<"))
+    model.magic = header.get("magic", model.magic)
+    model.reserved = header.get("reserved", 0)
+    model.unknown = header.get("unknown", model.unknown)
+    model.frame_count = header.get("frame_count", 0)
+    model.terminator = header.get("terminator", 0)
+    model.unknown_count = header.get("unknown_count", 0)
+    model.unknown_block = header.get("unknown_block", b"")
+    return model
+
+
+def _vertex_flags(stored: int, mesh: Mesh, skinned: bool) -> int:
+    """The stored flags with the attribute bits of what the mesh has."""
+    flags = stored & ~tmd0.ATTRIBUTE_FLAGS
+    flags |= tmd0.NORMAL if mesh.normals is not None else 0
+    for k in range(min(len(mesh.uv_layers), len(UV_FLAGS))):
+        flags |= UV_FLAGS[k]
+    flags |= tmd0.COLOUR if mesh.color_layers else 0
+    flags |= tmd0.SKIN if skinned else 0
+    return flags
+
+
 def _bones(skeleton: Skeleton, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     count = len(skeleton)
     parents = np.asarray(skeleton.parents, np.int64)
@@ -551,7 +583,7 @@ def _bones(skeleton: Skeleton, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray
     for i, (bone, extra) in enumerate(zip(skeleton.bone_names, extras, strict=True)):
         stored = extra.get("hash")
         hierarchy["hash"][i] = (
-            _int(stored) if stored and extra.get("name") == bone else bone_names.hash_for(bone)
+            stored if stored is not None and extra.get("name") == bone else bone_names.hash_for(bone)
         )
         hierarchy["unknown"][i] = extra.get("unknown", 0)
         hierarchy["name_offset"][i] = extra.get("name_offset", 0)
@@ -567,7 +599,7 @@ def _bones(skeleton: Skeleton, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray
 def _material_record(material: Material, endian: str) -> np.ndarray:
     raw = material.extras.get("record")
     if raw:
-        record = np.frombuffer(bytes.fromhex(raw), tmd0.with_endian(tmd0.MATERIAL_DTYPE, endian))[0]
+        record = np.frombuffer(raw, tmd0.with_endian(tmd0.MATERIAL_DTYPE, endian))[0]
         record = record.astype(tmd0.MATERIAL_DTYPE)
     else:
         record = np.zeros((), tmd0.MATERIAL_DTYPE)
@@ -604,8 +636,8 @@ def _texture_entry(image: Image, index: int) -> tuple:
     if image.pixels is not None and not (width and height):
         height, width = image.pixels.shape[:2]
     return (
-        _int(extras.get("index"), index),
-        _int(extras.get("unknown")),
+        extras.get("index", index),
+        extras.get("unknown", 0),
         extras.get("one", 1),
         width,
         height,
@@ -633,7 +665,7 @@ def _kept_draw_list(model, extras, triangles, face_material, count, joints, weig
     draw_list["bounds"] = np.array(extras["draw_list_bounds"], np.float32).reshape(-1, 6)
     draw_list["first"], draw_list["count"] = extras["draw_list_first"], extras["draw_list_count"]
     draw_list["type"] = extras["draw_list_type"]
-    operations = np.frombuffer(bytes.fromhex(extras["operations"]), tmd0.OPERATION_DTYPE).copy()
+    operations = np.frombuffer(extras["operations"], tmd0.OPERATION_DTYPE).copy()
     polygroups = np.zeros(len(extras["polygroup_first"]), tmd0.POLYGROUP_DTYPE)
     polygroups["count"], polygroups["first"] = extras["polygroup_count"], extras["polygroup_first"]
     polygroups["unknown"] = extras["polygroup_unknown"]
@@ -654,7 +686,7 @@ def _kept_draw_list(model, extras, triangles, face_material, count, joints, weig
         return None
     bone_ids = np.zeros((count, INFLUENCES), np.uint8)
     if joints is not None:
-        stored = bytes.fromhex(extras.get("skin", ""))
+        stored = extras.get("skin", b"")
         if len(stored) == count * 2 * INFLUENCES:
             raw = np.frombuffer(stored, np.uint8).reshape(count, 2 * INFLUENCES)
             original_joints, _ = resolve_skin(trial, vertex_rig, raw[:, :INFLUENCES], raw[:, INFLUENCES:])
@@ -799,7 +831,7 @@ def _vertices(
     fields = out.dtype.names
     if "normal" in fields:
         out["normal"][:, :3] = np.clip(np.rint(normals[source] * 128 + 127), 0, 255)
-        stored = bytes.fromhex(extras.get("normal_w", ""))
+        stored = extras.get("normal_w", b"")
         if len(stored) == count:
             out["normal"][:, 3] = np.frombuffer(stored, np.uint8)[source]
     for k, key in enumerate(("uv0", "uv1", "uv2")):
@@ -822,7 +854,7 @@ def _layout(stored: dict | None) -> tmd0.Layout | None:
     offsets, sizes = stored["table_offsets"], stored["table_sizes"]
     return tmd0.Layout(
         stored["size"],
-        {key: (_int(offsets[key]), sizes[key]) for key in offsets},
-        tuple(_int(p) for p in stored["pointers"]),
-        [(int(offset), bytes.fromhex(gap)) for offset, gap in stored["gaps"].items()],
+        {key: (offsets[key], sizes[key]) for key in offsets},
+        tuple(stored["pointers"]),
+        [(int(offset), gap) for offset, gap in stored["gaps"].items()],
     )

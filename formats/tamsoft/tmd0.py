@@ -138,6 +138,11 @@ class Layout:
     tables: dict[str, tuple[int, int]]  # table or "stream_<attribute>" → (offset, byte size)
     pointers: tuple[int, ...]  # the seven attribute pointers as stored
     gaps: list[tuple[int, bytes]]  # bytes outside the header and the tables
+    base: int = field(default=0, compare=False)  # where the model starts in its file (a CAT payload's offset)
+
+    def place(self, table: str, index: int = 0, size: int = 0) -> int:
+        """File offset of record ``index`` (``size`` bytes each) of ``table``."""
+        return self.base + self.tables[table][0] + index * size
 
 
 @dataclass
@@ -211,8 +216,20 @@ def check_version(version: int, filename: str) -> None:
     raise FormatError(filename, 10, f"tmd0 version 0x{version:04X}{detail} is not supported; only 0x0100 is")
 
 
-def read(data: bytes, filename: str = "<bytes>") -> TMD0:
-    data = bytes(data)
+def read(data: bytes, filename: str = "<bytes>", base: int = 0) -> TMD0:
+    """The model in ``data``; ``base``: where ``data`` starts in ``filename`` (a payload of a CAT), so
+    that the offsets of errors and of ``Layout.place`` count from the start of that file."""
+    try:
+        model = _read(bytes(data), filename)
+    except FormatError as e:
+        if not base:
+            raise
+        raise FormatError(filename, base + e.offset, e.problem) from e
+    model.layout.base = base
+    return model
+
+
+def _read(data: bytes, filename: str) -> TMD0:
     endian = detect_endian(data, filename)
     r = Reader(data, endian, filename, 4)
     reserved, flags, unknown, version, _header_size, frame_count = r.unpack("5Hh", "header fields")
@@ -275,8 +292,9 @@ def _read_vertices(r: Reader, flags: int, offset: int, count: int, pointers, spa
         out = r.seek(offset, "vertices").array(dtype, count, "vertices")
         spans["vertices"] = (offset, count * dtype.itemsize)
         return out
-    out = np.zeros(count, dtype)
-    out["position"] = r.seek(offset, "vertex positions").array(("<f4", (3,)), count, "vertex positions")
+    positions = r.seek(offset, "vertex positions").array(("<f4", (3,)), count, "vertex positions")
+    out = np.zeros(count, dtype)  # after the positions: their count is checked against the file
+    out["position"] = positions
     spans["vertices"] = (offset, count * 12)
     for name in dtype.names[1:]:
         spec, _, index = ATTRIBUTES[name]

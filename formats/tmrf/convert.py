@@ -42,6 +42,7 @@ from ..scene import (
     compose,
     matrix_to_quat,
     quat_multiply,
+    world_from_local,
 )
 from . import resources as res
 from . import vectors
@@ -79,6 +80,8 @@ KINDS = {  # content class → layout kind
 }
 TANGENT_CLASSES = (res.TangentVectors, res.CompressedTangentVectors, res.HighCompressedTangentVectors)
 TANGENT_KINDS = {"none": "tangents", "compressed": "compressed_tangents", "high": "high_tangents"}
+OWNED_KINDS = ("skeleton", "mesh", "frame", "track")  # layout kinds made from a scene object
+MESH_PART_KINDS = ("normals", "compressed_normals", "texture", "coordinates", *TANGENT_KINDS.values())
 
 
 # -- axis conversion (exact for the signed permutations of scene.axis_matrix) ------
@@ -151,7 +154,7 @@ class _Import:
             item.extras["tmrf_name"] = item.name  # a different name on export is a rename
         self.scene.extras["tmrf"] = {
             "version": self.model.version,
-            "pool": self.strings.pool.hex(),
+            "pool": self.strings.pool,
             "spans": [int(v) for v in np.asarray(self.strings.spans).ravel()],
             "resources": layout,
         }
@@ -162,18 +165,18 @@ class _Import:
         c = resource.content
         d = {"kind": KINDS[type(c)], "type": int(resource.type), "parent": self.parent.get(id(resource), -1)}
         if resource.tail:
-            d["tail"] = resource.tail.hex()
+            d["tail"] = resource.tail
         if isinstance(c, res.Opaque):
-            d["data"] = c.data.hex()
+            d["data"] = c.data
         elif isinstance(c, res.TableOfContents):
             d.update(
                 names=_ints(c.names), dtls=_ints(c.dtls), types=_ints(c.types), resources=_ints(c.resources)
             )
         elif isinstance(c, res.Hints):
-            d.update(types=_ints(c.types), data_types=_ints(c.data_types), counts=_signed(c.counts))
+            d.update(types=_ints(c.types), data_types=_ints(c.data_types), counts=_ints(c.counts))
             # What the file's resources added up to, so that unchanged totals keep the stored hints.
             totals = self.totals.get(self.index[id(resource)], {})
-            d.update(total_keys=[f"{t}/{k}" for t, k in totals], total_counts=_signed(list(totals.values())))
+            d.update(total_keys=[f"{t}/{k}" for t, k in totals], total_counts=_ints(list(totals.values())))
         elif isinstance(c, res.PointList):
             # Points no mesh uses have no place in the scene.
             loose = np.setdiff1d(np.arange(len(c.points)), self.used_points(resource))
@@ -210,13 +213,13 @@ class _Import:
         elif isinstance(c, res.FrameAnimation):
             d.update(
                 skeleton=int(c.skeleton),
-                frame_count=int(_signed(c.frame_count)[0]),
+                frame_count=int(c.frame_count),
                 fps=float(c.fps),
                 bones=[int(b.bone) for b in c.bones],
                 bases=_floats(
                     np.concatenate([np.r_[b.base_position, b.base_orientation] for b in c.bones] or [[]])
                 ),
-                flags=_signed([b.flags for b in c.bones]),
+                flags=[int(b.flags) for b in c.bones],
             )
         elif isinstance(c, res.TrackAnimation):
             d.update(
@@ -255,7 +258,7 @@ class _Import:
     def skeleton(self, i: int, content: res.Skeleton) -> None:
         bones = content.bones
         parents = bones["parent"].astype(np.int32) - 1
-        world = _world(compose(bones["position"], bones["orientation"][:, [3, 0, 1, 2]]), parents)
+        world = world_from_local(compose(bones["position"], bones["orientation"][:, [3, 0, 1, 2]]), parents)
         names = [self.text(ref, f"bone{j}") for j, ref in enumerate(bones["name"])]
         name = self.label(i, f"skeleton{i}")
         base = np.concatenate([bones["position"], bones["orientation"]], axis=1)
@@ -412,25 +415,12 @@ def _ints(values) -> list[int]:
     return [int(v) for v in np.asarray(values).ravel()]
 
 
-def _signed(values) -> list[int]:
-    """u32 words that may pass 2^31 − 1, as their signed reinterpretation (extras hold 32-bit ints)."""
-    return [int(v) for v in np.asarray(values, np.uint32).ravel().view(np.int32)]
-
-
 def _unsigned(values) -> np.ndarray:
-    return np.asarray(values, np.int64).ravel().astype(np.uint32)
+    return np.asarray(values, np.uint32).ravel()
 
 
 def _floats(values) -> list[float]:
     return [float(v) for v in np.asarray(values, np.float32).ravel()]
-
-
-def _world(local: np.ndarray, parents: np.ndarray) -> np.ndarray:
-    """Armature-space matrices from parent-relative ones (decision 6: parents come first)."""
-    world = local.copy()
-    for j in np.flatnonzero(parents >= 0):
-        world[j] = world[parents[j]] @ local[j]
-    return world
 
 
 def _blend_table(deform: res.SkeletalDeform, binding_bones: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -594,7 +584,7 @@ class _Export:
         stored = scene.extras.get("tmrf") or {}
         self.layout: list[dict] = stored.get("resources", [])
         strings = StringTable(
-            bytes.fromhex(stored.get("pool", "")), np.array(stored.get("spans", []), np.uint32).reshape(-1, 2)
+            stored.get("pool", b""), np.array(stored.get("spans", []), np.uint32).reshape(-1, 2)
         )
         self.model = MediaFile(strings, [], stored.get("version", VERSION))
         self.strings = strings
@@ -639,7 +629,7 @@ class _Export:
             base = np.array(
                 [e["base"] if ok else [0] * 7 for e, ok in zip(extras, has_base, strict=True)], np.float32
             )
-            original = _world(compose(base[:, :3], base[:, [6, 3, 4, 5]]), parents)
+            original = world_from_local(compose(base[:, :3], base[:, [6, 3, 4, 5]]), parents)
             close = has_base & np.isclose(original, world, rtol=0, atol=10 * TOLERANCE, equal_nan=True).all(
                 axis=(1, 2)
             )
@@ -682,10 +672,10 @@ class _Export:
         by_bone = _bone_channels(animation)
         skeleton = self.scene.skeletons[animation.skeleton] if animation.skeleton is not None else None
         stored = d is not None and all(
-            len(c.times) == _unsigned(d["frame_count"])[0] for cs in by_bone.values() for c in cs
+            len(c.times) == d["frame_count"] for cs in by_bone.values() for c in cs
         )
         frame_count = (
-            int(_unsigned(d["frame_count"])[0])
+            d["frame_count"]
             if stored
             else max(int(round(animation.frame_end - animation.frame_start)) + 1, 0)
         )
@@ -793,89 +783,109 @@ class _Export:
         }
         built: dict[int, Resource] = {}
         meshes: dict[int, _MeshData] = {}  # layout index of a mesh or texture → its mesh
-        textures: dict[int, tuple[TextureSlot, dict]] = {}
+        textures: dict[int, tuple[TextureSlot, dict, int]] = {}
         renamed: dict[int, str | None] = {}
-        hints: list[int] = []
         for i, d in enumerate(layout):
             parent = d["parent"]
             if parent >= 0 and parent not in built:
                 continue
-            kind = d["kind"]
-            content = None
-            if kind == "opaque" and "other" in self.kinds:
-                content = res.Opaque(bytes.fromhex(d["data"]))
-            elif kind == "toc":
-                content = res.TableOfContents()
-            elif kind == "hints":
-                content = res.Hints(*(_unsigned(d[k]) for k in ("types", "data_types", "counts")))
-                hints.append(i)
-            elif kind == "skeleton" and "skeleton" in self.kinds and i in owners["skeleton"]:
-                skeleton = self.scene.skeletons[owners["skeleton"][i]]
-                content = self.skeleton_content(skeleton)
-                renamed[i] = _new_name(skeleton)
-                self.used["skeleton"].add(owners["skeleton"][i])
-            elif kind == "points" and "mesh" in self.kinds:
-                content = res.PointList(np.zeros((d["count"], 3), np.float32))
-                content.points[d["loose_indices"]] = np.array(d["loose_points"], np.float32).reshape(-1, 3)
-            elif kind == "deform" and "skin" in self.kinds:
-                content = res.SkeletalDeform()
-            elif kind == "mesh" and "mesh" in self.kinds and i in owners["mesh"]:
-                mesh = self.scene.meshes[owners["mesh"][i]]
-                if len(mesh.positions) == len(d["vertex_points"]):
-                    fixes = next(
-                        (e for e in layout if e["parent"] == i and e["kind"] == "compressed_normals"), None
-                    )
-                    meshes[i] = _MeshData(self, mesh, fixes)
-                    content = res.TriangleMesh(
-                        d["point_list"],
-                        np.array(d["vertex_points"], np.uint32),
-                        mesh.triangles.astype(np.uint32),
-                    )
-                    renamed[i] = _new_name(mesh)
-                    self.used["mesh"].add(owners["mesh"][i])
-            elif kind in ("normals", "compressed_normals") and meshes[parent].normals is not None:
-                data = meshes[parent]
-                mode = self.normals or ("none" if kind == "normals" else "compressed")
-                content = (
-                    res.Normals(data.normals)
-                    if mode == "none"
-                    else res.CompressedNormals(data.coefficients())
-                )
-                if (mode == "none") != (kind == "normals"):  # another encoding than the file's
-                    type_name = res.NORMALS if mode == "none" else res.COMPRESSED_NORMALS
-                    d = {**d, "type": self.strings.ident(type_name)}
-            elif kind == "texture":
-                data = meshes[parent]
-                slot = None
-                if d["texture"] != 0:  # a named texture is the next image slot of the mesh
-                    slot = data.slots[data.slots_used] if data.slots_used < len(data.slots) else None
-                    data.slots_used += 1
-                if d["texture"] == 0 or slot is not None:
-                    name = self.scene.images[slot.image].name if slot is not None else None
-                    content = res.Texture(self.ref(name, d["texture"], ""))
-                    meshes[i], textures[i] = data, (slot, d, data.textures)
-                data.textures += 1
-            elif kind == "coordinates":
-                slot, texture, position = textures[parent]
-                layer = texture.get("uv_layer", slot.uv_layer if slot is not None else "")
-                uv = meshes[parent].uv(layer, position)
-                content = None if uv is None else res.TextureCoordinates(uv.astype(np.float32))
-            elif kind in TANGENT_KINDS.values():
-                content, d = self.stored_tangents(meshes[parent], d)
-            elif kind in ("frame", "track") and "animation" in self.kinds and i in owners["animation"]:
-                animation = self.scene.animations[owners["animation"][i]]
-                if self.animation_mode is None or self.animation_mode == kind:
-                    make = self.frame_content if kind == "frame" else self.track_content
-                    content, renamed[i] = make(animation, d), _new_name(animation)
-                    self.used["animation"].add(owners["animation"][i])
+            if d["kind"] in OWNED_KINDS:
+                content = self.owned_content(i, d, owners, meshes, renamed)
+            elif d["kind"] in MESH_PART_KINDS:
+                content, d = self.mesh_part(i, d, meshes, textures)
+            else:
+                content = self.stored_content(d)
             if content is None:
                 continue
-            resource = Resource(d["type"], content, [], bytes.fromhex(d.get("tail", "")))
+            resource = Resource(d["type"], content, [], d.get("tail", b""))
             (built[parent].children if parent >= 0 else self.model.resources).append(resource)
             built[i] = resource
         self.fill_points(built, meshes)
-        self.hints = {id(built[i]): layout[i] for i in hints if i in built}
+        self.hints = {id(built[i]): d for i, d in enumerate(layout) if d["kind"] == "hints" and i in built}
         return self.toc_builder(built, renamed)
+
+    def stored_content(self, d: dict) -> object | None:
+        """A resource the layout describes by itself (point lists and skins get their values later)."""
+        kind = d["kind"]
+        if kind == "opaque":
+            return res.Opaque(d["data"]) if "other" in self.kinds else None
+        if kind == "toc":
+            return res.TableOfContents()
+        if kind == "hints":
+            return res.Hints(*(_unsigned(d[k]) for k in ("types", "data_types", "counts")))
+        if kind == "points" and "mesh" in self.kinds:
+            content = res.PointList(np.zeros((d["count"], 3), np.float32))
+            content.points[d["loose_indices"]] = np.array(d["loose_points"], np.float32).reshape(-1, 3)
+            return content
+        if kind == "deform" and "skin" in self.kinds:
+            return res.SkeletalDeform()
+        return None
+
+    def owned_content(self, i: int, d: dict, owners: dict, meshes: dict, renamed: dict) -> object | None:
+        """The skeleton, mesh or animation made from the scene object that came from layout entry ``i``."""
+        kind = d["kind"]
+        group = "animation" if kind in ("frame", "track") else kind
+        if group not in self.kinds or i not in owners[group]:
+            return None
+        k = owners[group][i]
+        if kind == "skeleton":
+            item = self.scene.skeletons[k]
+            content = self.skeleton_content(item)
+        elif kind == "mesh":
+            item = self.scene.meshes[k]
+            if len(item.positions) != len(d["vertex_points"]):
+                return None
+            fixes = next(
+                (e for e in self.layout if e["parent"] == i and e["kind"] == "compressed_normals"), None
+            )
+            meshes[i] = _MeshData(self, item, fixes)
+            content = res.TriangleMesh(
+                d["point_list"], np.array(d["vertex_points"], np.uint32), item.triangles.astype(np.uint32)
+            )
+        else:
+            item = self.scene.animations[k]
+            if self.animation_mode not in (None, kind):
+                return None
+            content = (self.frame_content if kind == "frame" else self.track_content)(item, d)
+        renamed[i] = _new_name(item)
+        self.used[group].add(k)
+        return content
+
+    def mesh_part(self, i: int, d: dict, meshes: dict, textures: dict) -> tuple[object | None, dict]:
+        """Normals, a texture, its coordinates or tangents of a rebuilt mesh, with the layout entry to
+        write them by (its type changes with the encoding)."""
+        kind, parent = d["kind"], d["parent"]
+        if kind in ("normals", "compressed_normals"):
+            data = meshes[parent]
+            if data.normals is None:
+                return None, d
+            mode = self.normals or ("none" if kind == "normals" else "compressed")
+            if mode == "none":
+                content, type_name = res.Normals(data.normals), res.NORMALS
+            else:
+                content, type_name = res.CompressedNormals(data.coefficients()), res.COMPRESSED_NORMALS
+            if (mode == "none") != (kind == "normals"):  # another encoding than the file's
+                d = {**d, "type": self.strings.ident(type_name)}
+            return content, d
+        if kind == "texture":
+            data = meshes[parent]
+            content = slot = None
+            if d["texture"] != 0:  # a named texture is the next image slot of the mesh
+                slot = data.slots[data.slots_used] if data.slots_used < len(data.slots) else None
+                data.slots_used += 1
+            if d["texture"] == 0 or slot is not None:
+                name = self.scene.images[slot.image].name if slot is not None else None
+                content = res.Texture(self.ref(name, d["texture"], ""))
+                meshes[i], textures[i] = data, (slot, d, data.textures)
+            data.textures += 1
+            return content, d
+        if kind == "coordinates":
+            slot, texture, position = textures[parent]
+            uv = meshes[parent].uv(
+                texture.get("uv_layer", slot.uv_layer if slot is not None else ""), position
+            )
+            return (None if uv is None else res.TextureCoordinates(uv.astype(np.float32))), d
+        return self.stored_tangents(meshes[parent], d)
 
     def stored_tangents(self, data: _MeshData, d: dict) -> tuple[object | None, dict]:
         kind = TANGENT_KINDS[self.tangent_mode] if self.tangent_mode else d["kind"]
@@ -1177,7 +1187,7 @@ def from_scene(
         stored = export.hints.get(id(resource))
         now = totals.get(i, {})
         if stored is not None and [f"{t}/{k}" for t, k in now] == stored["total_keys"]:
-            if _signed(list(now.values())) == stored["total_counts"]:
+            if _ints(list(now.values())) == stored["total_counts"]:
                 unchanged.add(i)
     refresh_hints(model, skip=unchanged)
     return model

@@ -38,6 +38,7 @@ import dataclasses
 
 import numpy as np
 
+from ..curves import slerp
 from ..errors import ExportError, FormatError
 from ..scene import (
     Animation,
@@ -78,20 +79,7 @@ class ToshiExportError(ExportError):
     """A scene cannot be written as TMD/TKL/TML; the message names the object."""
 
 
-# -- extras helpers -----------------------------------------------------------
-
-
-def _u32(value: int) -> int | str:
-    """A u32 as an extras value: an int when it fits in signed 32 bits, else a hex string."""
-    return int(value) if value < 0x80000000 else f"0x{value:08X}"
-
-
-def _from_u32(value) -> int:
-    return int(value, 16) if isinstance(value, str) else int(value)
-
-
-def _hex(raw: bytes) -> str:
-    return raw.hex()
+# -- helpers ------------------------------------------------------------------
 
 
 def _floats(values) -> list[float]:
@@ -145,32 +133,31 @@ def to_scene(
 
 def _header_extras(model: tmd_format.TMD) -> dict:
     return {
-        "tkl_field": _hex(model.tkl_field),
-        "salt": _u32(model.salt),
-        "unknown": [_u32(v) for v in model.unknown],
+        "tkl_field": model.tkl_field,
+        "salt": int(model.salt),
+        "unknown": [int(v) for v in model.unknown],
         "node_flags": model.node_flags,
         "animation_flags": model.animation_flags,
-        "reserved": _hex(model.reserved),
-        "header_padding": _hex(model.header_padding),
-        "scene_padding": _hex(model.scene_padding),
-        "lod_value": _hex(model.lod_value),
+        "reserved": model.reserved,
+        "header_padding": model.header_padding,
+        "scene_padding": model.scene_padding,
+        "lod_value": model.lod_value,
         "lods": [
-            {"unknown": _hex(lod.unknown), "sphere": _hex(lod.sphere.astype("<f4").tobytes())}
-            for lod in model.lods
+            {"unknown": lod.unknown, "sphere": lod.sphere.astype("<f4").tobytes()} for lod in model.lods
         ],
         "layout": [f"{kind}:{index}" for kind, index, _ in model.layout],
-        "gaps": [_hex(gap) for _, _, gap in model.layout],
-        "trailer": _hex(model.trailer),
+        "gaps": [gap for _, _, gap in model.layout],
+        "trailer": model.trailer,
     }
 
 
 def _tkl_extras(tkl: tkl_format.TKL) -> dict:
     return {
-        "name_field": _hex(tkl.name_field),
-        "reserved": _hex(tkl.reserved),
+        "name_field": tkl.name_field,
+        "reserved": tkl.reserved,
         "scale_count": tkl.scale_count,
         "scale_size": tkl.scale_size,
-        "scales": _hex(tkl.scales),
+        "scales": tkl.scales,
     }
 
 
@@ -190,7 +177,7 @@ def _skeleton(model: tmd_format.TMD, axis3: np.ndarray) -> Skeleton:
             "inverse_bind": _floats(nodes["inverse_bind"][i]),
             "flags": int(nodes["flags"][i]),
             "name_length": int(nodes["name_length"][i]),
-            "name_field": _hex(raw[i * size + 145 : i * size + 160]),
+            "name_field": raw[i * size + 145 : i * size + 160],
         }
         if model.aux is not None:
             extras["aux"] = int(model.aux[i])
@@ -212,7 +199,7 @@ def _materials(scene: Scene, tml: tml_format.TML | None, filename: str) -> dict[
     if tml is None:
         scene.warnings.append("no material library (.tml): materials have no textures")
         return {}
-    scene.extras["tml"] = {"type": _u32(tml.type), "trailer": _hex(tml.trailer)}
+    scene.extras["tml"] = {"type": int(tml.type), "trailer": tml.trailer}
     image_of_id = {}
     for order, texture in enumerate(tml.textures):
         try:
@@ -261,7 +248,7 @@ def _materials(scene: Scene, tml: tml_format.TML | None, filename: str) -> dict[
                     "id": record.id,
                     "flags": record.flags,
                     "order": order,
-                    "name_field": _hex(name_field),
+                    "name_field": name_field,
                     "texture_ids": list(record.textures),
                 },
             )
@@ -280,9 +267,14 @@ def _mesh(
     where = f"LOD {li} mesh {mi} ({mesh.material!r})"
     piece_tris = [strips.to_triangles(p.strip) for p in pieces]
     for pi, piece in enumerate(pieces):
-        if len(piece.strip) and (piece.strip.min() < 0 or piece.strip.max() >= count):
+        outside = (piece.strip < 0) | (piece.strip >= count)
+        if outside.any():
+            k = int(np.argmax(outside))
             raise FormatError(
-                filename, 0, f"{where} piece {pi}: strip indices reach outside the mesh's {count} vertices"
+                filename,
+                piece.strip_offset(k),
+                f"{where} piece {pi}: strip index {k} ({int(piece.strip[k])}) reaches outside the mesh's "
+                f"{count} vertices",
             )
     triangles = np.concatenate(piece_tris) if piece_tris else np.zeros((0, 3), np.int32)
     joints, weights = _skin(model, pieces, vertices, where, filename)
@@ -312,17 +304,17 @@ def _mesh(
         extras={
             "lod": li,
             "index": mi,
-            "material_field": _hex(mesh.material_field),
-            "total_indices": _u32(mesh.total_indices),
-            "total_vertices": _u32(mesh.total_vertices),
+            "material_field": mesh.material_field,
+            "total_indices": int(mesh.total_indices),
+            "total_vertices": int(mesh.total_vertices),
             "piece_vertex_counts": [len(p.vertices) for p in pieces],
             "piece_index_counts": [len(p.strip) for p in pieces],
             "palette_sizes": [len(p.palette) for p in pieces],
             "palettes": [int(v) for p in pieces for v in p.palette],
-            "vertices_required": [_u32(p.vertices_required) for p in pieces],
+            "vertices_required": [int(p.vertices_required) for p in pieces],
             "bbox": [v for p in pieces for v in _floats(p.bbox_centre) + _floats(p.bbox_half_extent)],
-            "strips": b"".join(p.strip.astype("<i2").tobytes() for p in pieces).hex(),
-            "bone_bytes": vertices["bones"].tobytes().hex(),
+            "strips": b"".join(p.strip.astype("<i2").tobytes() for p in pieces),
+            "bone_bytes": vertices["bones"].tobytes(),
         },
     )
 
@@ -351,20 +343,28 @@ def _skin(model, pieces, vertices, where: str, filename: str) -> tuple[np.ndarra
     bad = used & ((joints < 0) | (joints >= len(model.nodes)))
     if bad.any():
         v = int(np.flatnonzero(bad.any(axis=1))[0])
+        stored_in = int(np.searchsorted(np.cumsum([len(p.vertices) for p in pieces]), v, side="right"))
+        first = sum(len(p.vertices) for p in pieces[:stored_in])
+        bones_at = pieces[stored_in].vertex_offset(v - first) + tmd_format.VERTEX_DTYPE.fields["bones"][1]
         raise FormatError(
             filename,
-            0,
-            f"{where}: vertex {v} is weighted to a bone outside its piece's palette or the skeleton",
+            bones_at,
+            f"{where}: vertex {v} is weighted to a bone outside its piece's palette or the skeleton "
+            "(its bone bytes)",
         )
     joints = np.where(used, joints, 0).astype(np.int32)
     return joints, vertices["weights"].astype(np.float32) / 255.0
+
+
+USES_POSITION = (tmd_format.CHANNEL_TRANSLATION_ROTATION, tmd_format.CHANNEL_TRANSLATION)
+USES_ROTATION = (tmd_format.CHANNEL_ROTATION, tmd_format.CHANNEL_TRANSLATION_ROTATION)
 
 
 def _animation(scene: Scene, model: tmd_format.TMD, anim: tmd_format.Animation, tkl, axis3) -> Animation:
     names = model.node_names()
     roots = model.nodes["parent"] < 0
     axis_q = _axis_quat(axis3)
-    flags_list, raw_keys, bad_keys = [], {}, 0
+    raw_keys, bad_keys = {}, 0
     result = Animation(
         name=anim.name,
         fps=FPS,
@@ -374,51 +374,14 @@ def _animation(scene: Scene, model: tmd_format.TMD, anim: tmd_format.Animation, 
     )
     for node, channel_id in enumerate(anim.channels.tolist()):
         channel = model.channels[channel_id]
-        flags_list.append(channel.flags)
-        keys = channel.keys
-        pos_idx = keys["position"].astype(np.int64)
-        rot_idx = keys["rotation"].astype(np.int64)
-        uses_position = channel.flags in (
-            tmd_format.CHANNEL_TRANSLATION_ROTATION,
-            tmd_format.CHANNEL_TRANSLATION,
-        )
-        uses_rotation = channel.flags in (
-            tmd_format.CHANNEL_ROTATION,
-            tmd_format.CHANNEL_TRANSLATION_ROTATION,
-        )
-        resolvable = tkl is not None and (uses_position or uses_rotation)
-        if resolvable:
-            missing = (uses_position and (pos_idx >= len(tkl.positions)).any()) or (
-                uses_rotation and (rot_idx >= len(tkl.rotations)).any()
-            )
-            if missing:
-                bad_keys += 1
-                resolvable = False
-        if not resolvable:
-            if len(keys) or channel.flags not in (0, 1, 2, 3):
-                raw_keys[str(node)] = keys.tobytes().hex()
+        keyed = channel.flags in USES_POSITION or channel.flags in USES_ROTATION
+        missing = tkl is not None and keyed and _keys_missing(channel, tkl)
+        bad_keys += missing
+        if tkl is None or not keyed or missing:
+            if len(channel.keys) or channel.flags not in (0, 1, 2, 3):
+                raw_keys[str(node)] = channel.keys.tobytes()
             continue
-        times = keys["time"].astype(np.float64) * FPS
-        key_extras = {
-            "times": _floats(keys["time"]),
-            "position_indices": pos_idx.tolist(),
-            "rotation_indices": rot_idx.tolist(),
-        }
-        if uses_position:
-            loc = tkl.positions[pos_idx].astype(np.float64)
-            if roots[node]:
-                loc = loc @ axis3.T
-            result.channels.append(
-                Channel("bone", names[node], "location", times, loc, "LINEAR", extras=key_extras)
-            )
-        if uses_rotation:
-            q = _quat_xyzw_to_wxyz(tkl.rotations[rot_idx])
-            if roots[node]:
-                q = quat_multiply(axis_q, q)
-            extras = key_extras if not uses_position else {}
-            result.channels.append(
-                Channel("bone", names[node], "rotation_quaternion", times, q, "LINEAR", extras=extras)
-            )
+        result.channels += _bone_channels(channel, names[node], bool(roots[node]), tkl, axis3, axis_q)
     if bad_keys:
         scene.warnings.append(
             f"animation {anim.name!r}: {bad_keys} channels use keys missing from the keyframe "
@@ -426,16 +389,55 @@ def _animation(scene: Scene, model: tmd_format.TMD, anim: tmd_format.Animation, 
         )
     result.extras = {
         "name_length": anim.name_length,
-        "name_field": _hex(anim.name_field),
-        "a": _u32(anim.a),
-        "b": _u32(anim.b),
-        "c": _u32(anim.c),
+        "name_field": anim.name_field,
+        "a": int(anim.a),
+        "b": int(anim.b),
+        "c": int(anim.c),
         "duration": float(np.float32(anim.duration)),
         "channel_ids": anim.channels.tolist(),
-        "channel_flags": flags_list,
+        "channel_flags": [model.channels[c].flags for c in anim.channels.tolist()],
         "raw_keys": raw_keys,
     }
     return result
+
+
+def _keys_missing(channel: tmd_format.Channel, tkl: tkl_format.TKL) -> bool:
+    """Whether a key of the channel looks up a value past the end of the keyframe library."""
+    keys = channel.keys
+    return bool(
+        (channel.flags in USES_POSITION and (keys["position"] >= len(tkl.positions)).any())
+        or (channel.flags in USES_ROTATION and (keys["rotation"] >= len(tkl.rotations)).any())
+    )
+
+
+def _bone_channels(
+    channel: tmd_format.Channel, bone: str, is_root: bool, tkl, axis3, axis_q
+) -> list[Channel]:
+    """The location and/or rotation channel a TMD channel keys, values looked up in the library.
+
+    The first keeps the file's key times and library indices (extras) for a lossless export."""
+    keys = channel.keys
+    times = keys["time"].astype(np.float64) * FPS
+    pos_idx = keys["position"].astype(np.int64)
+    rot_idx = keys["rotation"].astype(np.int64)
+    key_extras = {
+        "times": _floats(keys["time"]),
+        "position_indices": pos_idx.tolist(),
+        "rotation_indices": rot_idx.tolist(),
+    }
+    out = []
+    if channel.flags in USES_POSITION:
+        loc = tkl.positions[pos_idx].astype(np.float64)
+        if is_root:
+            loc = loc @ axis3.T
+        out.append(Channel("bone", bone, "location", times, loc, "LINEAR", extras=key_extras))
+    if channel.flags in USES_ROTATION:
+        q = _quat_xyzw_to_wxyz(tkl.rotations[rot_idx])
+        if is_root:
+            q = quat_multiply(axis_q, q)
+        extras = {} if out else key_extras
+        out.append(Channel("bone", bone, "rotation_quaternion", times, q, "LINEAR", extras=extras))
+    return out
 
 
 # -- export -------------------------------------------------------------------
@@ -474,27 +476,27 @@ def from_scene(
     if "layout" in header and len(header.get("gaps", ())) == len(header["layout"]):
         for item, gap in zip(header["layout"], header["gaps"], strict=True):
             kind, index = item.split(":")
-            layout.append((kind, int(index), bytes.fromhex(gap)))
-    tkl_field = bytes.fromhex(header["tkl_field"]) if "tkl_field" in header else b""
+            layout.append((kind, int(index), gap))
+    tkl_field = header.get("tkl_field", b"")
     if tkl_field.split(b"\0", 1)[0].decode("ascii", "replace") != library.name:
         tkl_field = tmd_format.tkl_name_field(library.name)
     model = tmd_format.TMD(
         tkl_field=tkl_field,
-        salt=_from_u32(header.get("salt", 0)),
-        unknown=tuple(_from_u32(v) for v in header.get("unknown", (0, 0))),
+        salt=int(header.get("salt", 0)),
+        unknown=tuple(int(v) for v in header.get("unknown", (0, 0))),
         nodes=nodes,
         aux=aux,
         animations=animations,
         channels=channels,
-        lod_value=bytes.fromhex(header["lod_value"]) if "lod_value" in header else lod_value,
+        lod_value=header.get("lod_value", lod_value),
         lods=lod_list,
         node_flags=int(header.get("node_flags", 0)),
         animation_flags=int(header.get("animation_flags", 0)),
-        reserved=bytes.fromhex(header.get("reserved", "00000000")),
-        header_padding=bytes.fromhex(header.get("header_padding", "00" * 16)),
-        scene_padding=bytes.fromhex(header.get("scene_padding", "00" * 44)),
+        reserved=header.get("reserved", bytes(4)),
+        header_padding=header.get("header_padding", bytes(16)),
+        scene_padding=header.get("scene_padding", bytes(44)),
         layout=layout,
-        trailer=bytes.fromhex(header.get("trailer", "")),
+        trailer=header.get("trailer", b""),
     )
     return model, library.model(), tml
 
@@ -502,7 +504,7 @@ def from_scene(
 def _name_field(name: str, extras: dict, what: str) -> tuple[int, bytes]:
     """(length, 15-byte field) of a node or animation name, the original bytes when the name is unchanged."""
     if "name_field" in extras and "name_length" in extras:
-        raw = bytes.fromhex(extras["name_field"])
+        raw = extras["name_field"]
         if tmd_format.decode_name(int(extras["name_length"]), raw) == name and len(raw) == 15:
             return int(extras["name_length"]), raw
     try:
@@ -642,7 +644,7 @@ class _Library:
         else:
             positions = np.zeros((0, 3), np.float32)
             rotations = np.zeros((0, 4), np.float32)
-            field = bytes.fromhex(header.get("tkl_field", "")) if "tkl_field" in header else b""
+            field = header.get("tkl_field", b"")
             default = field.split(b"\0", 1)[0].decode("ascii", "replace") or "model"
         self.positions = _KeyTable(positions, tkl is not None)
         self.rotations = _KeyTable(rotations, tkl is not None)
@@ -670,27 +672,6 @@ class _Library:
                 field, positions, rotations, b.scale_count, b.scale_size, b.scales, b.reserved
             )
         return tkl_format.TKL(tkl_format.name_field(self.name), positions, rotations)
-
-
-def _slerp(times: np.ndarray, key_times: np.ndarray, quats: np.ndarray) -> np.ndarray:
-    """Quaternions (w, x, y, z) sampled at ``times`` by spherical interpolation between keys."""
-    if len(key_times) == 1:
-        return np.repeat(quats, len(times), axis=0)
-    i = np.clip(np.searchsorted(key_times, times, side="right") - 1, 0, len(key_times) - 2)
-    t = np.clip((times - key_times[i]) / np.maximum(key_times[i + 1] - key_times[i], 1e-12), 0.0, 1.0)[
-        :, None
-    ]
-    a, b = quats[i], quats[i + 1]
-    dot = (a * b).sum(axis=1, keepdims=True)
-    b = np.where(dot < 0, -b, b)
-    dot = np.abs(dot)
-    angle = np.arccos(np.clip(dot, -1.0, 1.0))
-    sin = np.sin(angle)
-    small = sin < 1e-6
-    wa = np.where(small, 1 - t, np.sin((1 - t) * angle) / np.where(small, 1, sin))
-    wb = np.where(small, t, np.sin(t * angle) / np.where(small, 1, sin))
-    q = wa * a + wb * b
-    return q / np.linalg.norm(q, axis=1, keepdims=True)
 
 
 def _channel_keys(
@@ -745,7 +726,7 @@ def _channel_keys(
     if rotation is not None:
         values = np.asarray(rotation.values, np.float64).reshape(-1, 4)
         if not same_times:
-            values = _slerp(times, np.asarray(rotation.times, np.float64), values)
+            values = slerp(rotation.times, values, times)
         if is_root:
             values = quat_multiply(axis_q * np.array([1, -1, -1, -1]), values)
         keys["rotation"] = library.rotations_for(values[:, [1, 2, 3, 0]], preferred.get("rotation_indices"))
@@ -788,7 +769,7 @@ def _animations_out(scene: Scene, skeleton: Skeleton | None, node_count: int, ax
                 )
             else:
                 flags = int(stored_flags[node]) if node < len(stored_flags) else tmd_format.CHANNEL_UNUSED
-                raw = bytes.fromhex(raw_keys.get(str(node), ""))
+                raw = raw_keys.get(str(node), b"")
                 keys = np.frombuffer(raw, tmd_format.KEY_DTYPE).copy()
                 channels.append(tmd_format.Channel(flags, keys))
         duration = float(extras["duration"]) if "duration" in extras else None
@@ -801,9 +782,9 @@ def _animations_out(scene: Scene, skeleton: Skeleton | None, node_count: int, ax
             tmd_format.Animation(
                 name_length,
                 name_field,
-                _from_u32(extras.get("a", 0)),
-                _from_u32(extras.get("b", 0)),
-                _from_u32(extras.get("c", node_count)),
+                int(extras.get("a", 0)),
+                int(extras.get("b", 0)),
+                int(extras.get("c", node_count)),
                 duration,
                 np.zeros(node_count, np.int32),
             )
@@ -864,8 +845,8 @@ def _lods_out(
         meshes = sorted(by_lod.get(li, []), key=lambda m: int(m.extras.get("index", 1 << 30)))
         out = [m for mesh in meshes for m in _mesh_out(scene, mesh, node_count, axis3)]
         if li < len(stored):
-            unknown = bytes.fromhex(stored[li]["unknown"])
-            sphere = np.frombuffer(bytes.fromhex(stored[li]["sphere"]), "<f4").copy()
+            unknown = stored[li]["unknown"]
+            sphere = np.frombuffer(stored[li]["sphere"], "<f4").copy()
         else:
             unknown, sphere = bytes(4), _sphere(out)
         if li == 0:
@@ -888,11 +869,9 @@ def _material_field(scene: Scene, mesh: Mesh, slot: int) -> bytes:
     if not mesh.materials or slot >= len(mesh.materials):
         raise ToshiExportError(f"mesh {mesh.name!r} has no material (every TMD mesh names one)")
     material = scene.materials[mesh.materials[slot]]
-    stored = mesh.extras.get("material_field")
-    if stored and len(mesh.materials) == 1:
-        raw = bytes.fromhex(stored)
-        if tml_format.decode_name(raw) == material.name and len(raw) == 32:
-            return raw
+    raw = mesh.extras.get("material_field")
+    if raw and len(mesh.materials) == 1 and tml_format.decode_name(raw) == material.name and len(raw) == 32:
+        return raw
     try:
         return tml_format.name_field(material.name)
     except ValueError as e:
@@ -993,7 +972,7 @@ def _reuse_mesh(scene: Scene, mesh: Mesh, node_count: int, axis3) -> tmd_format.
     count = len(mesh.positions)
     vertex_counts = [int(v) for v in ex["piece_vertex_counts"]]
     index_counts = [int(v) for v in ex["piece_index_counts"]]
-    all_strips = np.frombuffer(bytes.fromhex(ex["strips"]), "<i2")
+    all_strips = np.frombuffer(ex["strips"], "<i2")
     if sum(vertex_counts) != count or len(all_strips) != sum(index_counts):
         return None
     piece_strips = np.split(all_strips, np.cumsum(index_counts)[:-1]) if index_counts else []
@@ -1010,7 +989,7 @@ def _reuse_mesh(scene: Scene, mesh: Mesh, node_count: int, axis3) -> tmd_format.
     vertices = _vertex_array(mesh.positions, normals, uvs, axis3)
     sizes = [int(v) for v in ex["palette_sizes"]]
     palettes = np.split(np.asarray(ex["palettes"], np.int64), np.cumsum(sizes)[:-1]) if sizes else []
-    bone_bytes = np.frombuffer(bytes.fromhex(ex["bone_bytes"]), np.uint8)
+    bone_bytes = np.frombuffer(ex["bone_bytes"], np.uint8)
     if len(bone_bytes) != 4 * count or not len(palettes) == len(piece_strips) == len(vertex_counts):
         return None
     bone_bytes = bone_bytes.reshape(count, 4)
@@ -1043,11 +1022,11 @@ def _reuse_mesh(scene: Scene, mesh: Mesh, node_count: int, axis3) -> tmd_format.
     required = ex["vertices_required"]
     for pi, piece in enumerate(pieces):
         piece.vertices = vertices[starts[pi] : starts[pi + 1]]
-        piece.vertices_required = _from_u32(required[pi])
+        piece.vertices_required = int(required[pi])
         piece.bbox_centre, piece.bbox_half_extent = bbox[pi, :3].copy(), bbox[pi, 3:].copy()
     return tmd_format.Mesh(
-        _from_u32(ex["total_indices"]),
-        _from_u32(ex["total_vertices"]),
+        int(ex["total_indices"]),
+        int(ex["total_vertices"]),
         _material_field(scene, mesh, 0),
         pieces,
     )
@@ -1229,7 +1208,7 @@ def _texture(image: Image, texture_id: int) -> tml_format.Texture:
 
 
 def _renamed(material: Material) -> bool:
-    raw = bytes.fromhex(material.extras.get("name_field", ""))
+    raw = material.extras.get("name_field", b"")
     return tml_format.decode_name(raw) != material.name
 
 
@@ -1273,7 +1252,7 @@ def _tml_out(scene: Scene) -> tml_format.TML:
     names, records = [], []
     for position, material in enumerate(ordered):
         e = material.extras
-        raw = bytes.fromhex(e["name_field"]) if "name_field" in e else b""
+        raw = e.get("name_field", b"")
         if tml_format.decode_name(raw) != material.name or len(raw) != 32:
             try:
                 raw = tml_format.name_field(material.name)
@@ -1289,6 +1268,4 @@ def _tml_out(scene: Scene) -> tml_format.TML:
         names.append(raw)
         records.append(tml_format.Material(record_id, int(e.get("flags", 0)), ids))
     info = scene.extras.get("tml", {})
-    return tml_format.TML(
-        _from_u32(info.get("type", 0)), textures, names, records, bytes.fromhex(info.get("trailer", ""))
-    )
+    return tml_format.TML(int(info.get("type", 0)), textures, names, records, info.get("trailer", b""))

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..scene import compose
+from ..curves import key_segments, slerp
+from ..scene import compose, world_from_local
 from . import tmd as tmd_format
 from .tkl import TKL
 from .tmd import TMD
@@ -46,44 +47,14 @@ def rest_local(model: TMD) -> tuple[np.ndarray, np.ndarray]:
 
 def lerp(key_times: np.ndarray, values: np.ndarray, times: np.ndarray) -> np.ndarray:
     """(T, D) values at ``times``: linear between keys, the end keys held outside them."""
-    return _interpolate(key_times, values, times, spherical=False)
-
-
-def slerp(key_times: np.ndarray, quats: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """(T, 4) unit quaternions at ``times``: spherical on the shorter arc, end keys held.
-
-    Works for either component order (only dot products and sums are used).
-    """
-    return _interpolate(key_times, quats, times, spherical=True)
-
-
-def _interpolate(key_times, values, times, spherical: bool) -> np.ndarray:
     key_times = np.asarray(key_times, np.float64)
     values = np.asarray(values, np.float64).reshape(len(key_times), -1)
     times = np.asarray(times, np.float64).reshape(-1)
     if len(key_times) == 1:
-        out = np.repeat(values, len(times), axis=0)
-        return out / np.linalg.norm(out, axis=1, keepdims=True) if spherical else out
-    k = np.clip(np.searchsorted(key_times, times, side="right") - 1, 0, len(key_times) - 2)
-    span = key_times[k + 1] - key_times[k]
-    # Keys sharing a time: take the later one from that time on.
-    u = np.where(span > 0, (times - key_times[k]) / np.where(span > 0, span, 1.0), 1.0)
-    u = np.clip(u, 0.0, 1.0)[:, None]
+        return np.repeat(values, len(times), axis=0)
+    k, u = key_segments(key_times, times)
     a, b = values[k], values[k + 1]
-    if not spherical:
-        return a + (b - a) * u
-    a = a / np.linalg.norm(a, axis=1, keepdims=True)
-    b = b / np.linalg.norm(b, axis=1, keepdims=True)
-    dot = (a * b).sum(axis=1, keepdims=True)
-    b = np.where(dot < 0, -b, b)
-    angle = np.arccos(np.clip(np.abs(dot), 0.0, 1.0))
-    sin = np.sin(angle)
-    near = sin < 1e-9  # (almost) the same rotation: linear is exact enough
-    safe = np.where(near, 1.0, sin)
-    wa = np.where(near, 1 - u, np.sin((1 - u) * angle) / safe)
-    wb = np.where(near, u, np.sin(u * angle) / safe)
-    q = wa * a + wb * b
-    return q / np.linalg.norm(q, axis=1, keepdims=True)
+    return a + (b - a) * u[:, None]
 
 
 def local_pose(model: TMD, tkl: TKL | None, animation: int, times) -> tuple[np.ndarray, np.ndarray]:
@@ -121,27 +92,18 @@ def _lookup(table: np.ndarray, indices: np.ndarray, node: int) -> np.ndarray:
     return np.asarray(table, np.float64)[indices]
 
 
-def world_matrices(model: TMD, local: np.ndarray) -> np.ndarray:
-    """(…, N, 4, 4) model-space matrices from parent-relative ones (parents precede children)."""
-    world = np.array(local, dtype=np.float64, copy=True)
-    for node, parent in enumerate(model.nodes["parent"].tolist()):
-        if parent >= 0:
-            world[..., node, :, :] = world[..., parent, :, :] @ local[..., node, :, :]
-    return world
-
-
 def rest_world(model: TMD) -> np.ndarray:
     """(N, 4, 4) model-space rest matrices chained from the node records (equal to the bind
     matrices in a consistent file)."""
     translation, rotation = rest_local(model)
-    return world_matrices(model, compose(translation, rotation))
+    return world_from_local(compose(translation, rotation), model.nodes["parent"])
 
 
 def pose(model: TMD, tkl: TKL | None, animation: int, time) -> np.ndarray:
     """Model-space node matrices of ``animation`` at ``time`` seconds: (N, 4, 4) for a scalar
     time, (T, N, 4, 4) for an array of times."""
     translation, rotation = local_pose(model, tkl, animation, time)
-    world = world_matrices(model, compose(translation, rotation))
+    world = world_from_local(compose(translation, rotation), model.nodes["parent"])
     return world[0] if np.ndim(time) == 0 else world
 
 

@@ -58,6 +58,7 @@ VERTEX_DTYPE = np.dtype(
         ("uv", "<f4", (2,)),  # V stored negated
     ]
 )
+PIECE_HEADER_SIZE = 40  # four counts, bounding box centre and half-extent
 assert NODE_DTYPE.itemsize == 0xB0 and KEY_DTYPE.itemsize == 8 and VERTEX_DTYPE.itemsize == 40
 
 # Channel flags: which TKL tables the keys use.
@@ -123,6 +124,15 @@ class Piece:
     palette: np.ndarray  # (P,) uint32 node indices
     vertices: np.ndarray  # VERTEX_DTYPE
     strip: np.ndarray  # (I,) int16 indices into the mesh's concatenated vertices
+    offset: int = field(default=0, compare=False)  # of the piece header in the file read (0: built)
+
+    def vertex_offset(self, index: int) -> int:
+        """File offset of vertex ``index`` of this piece (the header, palette and vertices follow each other)."""
+        return self.offset + PIECE_HEADER_SIZE + 4 * len(self.palette) + VERTEX_DTYPE.itemsize * index
+
+    def strip_offset(self, index: int) -> int:
+        """File offset of strip index ``index`` (after the vertices)."""
+        return self.vertex_offset(len(self.vertices)) + 2 * index
 
 
 @dataclass
@@ -209,6 +219,39 @@ class _Parser:
         self.blocks.append((start, start + size, kind, index))
         return sub
 
+    def animations(
+        self, table_at: int, count: int, salt: int, node_count: int
+    ) -> tuple[list[Animation], list[Channel]]:
+        """The animations of the table at ``table_at`` and the channels they use (shared ones once)."""
+        table = self.block("table", 0, table_at, 4 * count).array("<u4", count, "animation addresses")
+        channels: list[Channel] = []
+        channel_ids: dict[int, int] = {}  # address → index in ``channels``
+        animations = []
+        for i, stored in enumerate(table.tolist()):
+            at = self.decrypt(stored, salt, f"animation {i}", table_at + 4 * i)
+            a = self.block("animation", i, at, 32 + 4 * node_count)
+            name_length = a.u8("animation name length")
+            name_field = a.bytes(15, "animation name")
+            word_a, word_b, word_c, duration = a.unpack("3If", "animation words")
+            addresses = a.array("<u4", node_count, "channel addresses")
+            ids = np.empty(node_count, np.int32)
+            for node, stored_channel in enumerate(addresses.tolist()):
+                channel_at = self.decrypt(
+                    stored_channel, salt, f"animation {i} channel {node}", a.pos - 4 * (node_count - node)
+                )
+                if channel_at not in channel_ids:
+                    channel_ids[channel_at] = len(channels)
+                    channels.append(self.channel(channel_at, len(channels)))
+                ids[node] = channel_ids[channel_at]
+            animations.append(Animation(name_length, name_field, word_a, word_b, word_c, duration, ids))
+        return animations, channels
+
+    def channel(self, at: int, index: int) -> Channel:
+        flags, key_count = self.r.sub(at, 4, "channel header").unpack("2H", "channel header")
+        c = self.block("channel", index, at, 4 + 8 * key_count)
+        c.pos += 4
+        return Channel(flags, c.array(KEY_DTYPE, key_count, "keys"))
+
     def layout(self, header_end: int) -> tuple[list[tuple[str, int, bytes]], bytes]:
         """Block order and the bytes between blocks; overlapping blocks are rejected."""
         data = self.r.data
@@ -267,33 +310,7 @@ def read(data: bytes, filename: str = "<bytes>") -> TMD:
             nodes_at + 0xB0 * i + 160,
         )
 
-    table = p.block("table", 0, table_at, 4 * animation_count).array(
-        "<u4", animation_count, "animation addresses"
-    )
-    channels: list[Channel] = []
-    channel_ids: dict[int, int] = {}
-    animations = []
-    for i, stored in enumerate(table.tolist()):
-        at = p.decrypt(stored, salt, f"animation {i}", table_at + 4 * i)
-        a = p.block("animation", i, at, 32 + 4 * node_count)
-        name_length = a.u8("animation name length")
-        name_field = a.bytes(15, "animation name")
-        word_a, word_b, word_c, duration = a.unpack("3If", "animation words")
-        addresses = a.array("<u4", node_count, "channel addresses")
-        ids = np.empty(node_count, np.int32)
-        for node, stored_channel in enumerate(addresses.tolist()):
-            channel_at = p.decrypt(
-                stored_channel, salt, f"animation {i} channel {node}", a.pos - 4 * (node_count - node)
-            )
-            if channel_at not in channel_ids:
-                flags, key_count = r.sub(channel_at, 4, "channel header").unpack("2H", "channel header")
-                c = p.block("channel", len(channels), channel_at, 4 + 8 * key_count)
-                c.pos += 4
-                channel_ids[channel_at] = len(channels)
-                channels.append(Channel(flags, c.array(KEY_DTYPE, key_count, "keys")))
-            ids[node] = channel_ids[channel_at]
-        animations.append(Animation(name_length, name_field, word_a, word_b, word_c, duration, ids))
-
+    animations, channels = p.animations(table_at, animation_count, salt, node_count)
     lod_at = ADDRESS_BIAS + scene_size
     r.seek(lod_at, "LOD block")
     lod_value, lods = _read_lods(r)
@@ -332,13 +349,14 @@ def _read_lods(r: Reader) -> tuple[bytes, list[LOD]]:
             r.check_count(piece_count, 40, "mesh piece")
             mesh = Mesh(total_indices, total_vertices, r.bytes(32, "material name"))
             for _ in range(piece_count):
+                offset = r.pos
                 index_count, vertex_count, palette_size, required = r.unpack("4I", "piece header")
                 centre = r.array("<f4", 3, "bbox centre")
                 half = r.array("<f4", 3, "bbox half-extent")
                 palette = r.array("<u4", palette_size, "bone palette")
                 vertices = r.array(VERTEX_DTYPE, vertex_count, "vertices")
                 strip = r.array("<i2", index_count, "strip indices")
-                mesh.pieces.append(Piece(required, centre, half, palette, vertices, strip))
+                mesh.pieces.append(Piece(required, centre, half, palette, vertices, strip, offset))
             lod.meshes.append(mesh)
         lods.append(lod)
     return lod_value, lods

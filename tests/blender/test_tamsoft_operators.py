@@ -121,7 +121,7 @@ def test_import_builds_rig_mesh_and_layers(empty_scene, tmp_path):
     assert [b.name for b in bones] == [root_name(), "face_root"]
     from retro_models.operators.blender import props
 
-    assert props.get_extras(bones["face_root"])["hash"] == f"0x{crc_name_hash('face_root'):08X}"
+    assert props.get_extras(bones["face_root"])["hash"] == crc_name_hash("face_root")
     # Y-up heads (0, 1, 0) and (0, 2, 0) stand on Blender's Z axis.
     assert np.allclose(bones["face_root"].head_local, [0, 0, 2], atol=1e-6)
     assert bones["face_root"].parent == bones[root_name()]

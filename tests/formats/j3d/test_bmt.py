@@ -164,6 +164,18 @@ def test_textures_decode_through_the_gx_codecs():
     assert (pixels == expected[:, :, None]).all()
 
 
+def test_texels_missing_from_the_data_are_reported_where_they_start_in_the_file():
+    from retro_models.formats.j3d.tex1 import decode
+
+    material_set = bmt.read(bmt_bytes(), "set.bmt")
+    material_set.tex1.headers["height"][0] = 64  # 8×64 I8 texels: more than the data holds
+    with pytest.raises(FormatError, match="TEX1 texture 0: expected I8 texels") as caught:
+        decode(material_set.tex1, 0, "set.bmt")
+    texels = bytes(range(0, 256, 8))
+    assert caught.value.filename == "set.bmt"
+    assert bmt_bytes()[caught.value.offset : caught.value.offset + len(texels)] == texels
+
+
 def test_corpus_textures_decode():
     from retro_models.formats.j3d.tex1 import decode
 

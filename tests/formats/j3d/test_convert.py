@@ -1,10 +1,13 @@
 """J3D animations ⇄ Scene: exact Bézier handles, default semantics, exact and fresh rewrites."""
 
+import struct
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from j3d_fixtures import bck_bytes, bpk_bytes, brk_bytes, btk_bytes, btp_bytes
+from retro_models.formats.errors import FormatError
 from retro_models.formats.j3d import bck, bpk, brk, btk, btp, convert, evaluate
 from retro_models.formats.j3d.container import TRACK_DTYPE, Keys
 from retro_models.formats.scene import Channel
@@ -121,8 +124,10 @@ def test_bck_channels():
 
 def test_bck_needs_matching_joints():
     model = bck.read(bck_bytes())
-    with pytest.raises(ValueError, match="2 joints but the armature has 3"):
-        convert.to_scene(model, ["a", "b", "c"])
+    with pytest.raises(FormatError, match="2 joints but the armature has 3") as caught:
+        convert.to_scene(model, ["a", "b", "c"], filename="tiny.bck")
+    assert caught.value.filename == "tiny.bck"
+    assert struct.unpack_from(">H", bck_bytes(), caught.value.offset) == (model.joint_count,)
     with pytest.raises(ValueError, match="joint names"):
         convert.to_scene(model)
     with pytest.raises(ValueError, match="joint names"):

@@ -53,6 +53,20 @@ def test_colours_and_cull_modes_come_from_their_tables(driver):
     assert not body.backface_culling
 
 
-def test_an_index_past_its_table_names_the_material(driver):
-    with pytest.raises(FormatError, match="mario_all_tx.*cull mode"):
+def test_an_index_past_its_table_names_the_material_and_the_place_of_the_index(driver):
+    with pytest.raises(FormatError, match="mario_all_tx.*cull mode") as caught:
         bmt_to_scene(with_tables(driver, cull_modes=b""), filename="driver.bmd")
+    data = corpus_file("j3d/driver.bmd").read_bytes()
+    record = driver.mat3.material(0)
+    assert caught.value.filename == "driver.bmd" and caught.value.offset > 0
+    assert data[caught.value.offset] == record["cull_mode"]
+    assert data[caught.value.offset - 1 : caught.value.offset + 7] == record.tobytes()[:8]
+
+
+def test_a_texture_index_past_its_table_points_at_that_slot(driver):
+    textures = driver.mat3.material(0)["textures"]
+    with pytest.raises(FormatError, match="texture index") as caught:
+        bmt_to_scene(with_tables(driver, texture_remap=b""), filename="driver.bmd")
+    data = corpus_file("j3d/driver.bmd").read_bytes()
+    assert data[caught.value.offset : caught.value.offset + 2] == textures[:1].tobytes()
+    assert caught.value.offset == driver.mat3.index_offset(0, "textures")

@@ -1,12 +1,15 @@
 """tmd0, CAT, bone names and the converter against hand-built bytes."""
 
+import copy
 import dataclasses
+import json
 import struct
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from retro_models.formats import extras
 from retro_models.formats.errors import FormatError
 from retro_models.formats.tamsoft import cat, convert, inspect, names, tmd0
 from tamsoft_fixtures import (
@@ -135,6 +138,13 @@ def test_hostile_header_fields(offset, value, what):
         tmd0.read(bytes(data))
 
 
+def test_huge_vertex_count_of_separate_streams_is_refused_before_allocating():
+    data = bytearray(tmd0_bytes(interleaved=False))
+    struct.pack_into("<I", data, 96, 0x80FFFF00)
+    with pytest.raises(FormatError, match="vertex positions"):
+        tmd0.read(bytes(data))
+
+
 def test_bad_references():
     offsets = table_offsets()
     data = bytearray(tmd0_bytes())
@@ -223,6 +233,19 @@ def test_open_model_with_texture_cat(tmp_path):
     assert cat.write(container) == model_path.read_bytes()
 
 
+def test_errors_in_a_cat_payload_count_from_the_start_of_the_cat(tmp_path):
+    model = bytearray(tmd0_bytes())
+    struct.pack_into("<H", model, table_offsets()["faces"], 9)  # vertex 9 of 4
+    data = cat_bytes([bytes(model)], ["TMD_TOON,pkg,m"])
+    path = tmp_path / "m_mdl_0.cat"
+    path.write_bytes(data)
+    start = cat.read(data).payload_offset(0)
+    assert data[start : start + 4] == b"tmd0"
+    with pytest.raises(FormatError, match="vertex 9") as caught:
+        cat.open_model(path)
+    assert caught.value.filename == str(path) and caught.value.offset == start + table_offsets()["faces"]
+
+
 def test_dds_texture_is_decoded():
     scene = convert.to_scene(tmd0.read(tmd0_bytes()), [("tex", dds_rgba())])
     pixels = scene.images[0].pixels
@@ -237,7 +260,7 @@ def test_to_scene(endian, interleaved):
     scene = convert.to_scene(tmd0.read(tmd0_bytes(endian, interleaved)), names=["face_root"])
     skeleton = scene.skeletons[0]
     assert skeleton.bone_names == [names.fallback_name(crc_name_hash("root")), "face_root"]
-    assert skeleton.bone_extras[1]["hash"] == f"0x{crc_name_hash('face_root'):08X}"
+    assert skeleton.bone_extras[1]["hash"] == crc_name_hash("face_root")
     # Y-up heads at y = 1, 2 become Z-up.
     np.testing.assert_allclose(skeleton.rest[:, :3, 3], [[0, 0, 1], [0, 0, 2]])
     # Parent-relative transforms keep the file's axes (the axis only turns the world).
@@ -279,6 +302,54 @@ def test_scene_round_trip_is_byte_exact(endian, interleaved):
     data = tmd0_bytes(endian, interleaved)
     scene = _perturbed(convert.to_scene(tmd0.read(data)))
     assert tmd0.write(convert.from_scene(scene)) == data
+
+
+def _through_blender(scene):
+    """The scene with every extras dict as Blender gives it back (JSON through the extras codec)."""
+
+    def trip(value):
+        return extras.decode(json.loads(json.dumps(extras.encode(value))))
+
+    scene = copy.deepcopy(scene)
+    for item in [scene, *scene.skeletons, *scene.meshes, *scene.materials, *scene.images]:
+        item.extras = trip(item.extras)
+    for skeleton in scene.skeletons:
+        skeleton.bone_extras = [trip(e) for e in skeleton.bone_extras]
+    return scene
+
+
+@pytest.mark.parametrize(("endian", "interleaved"), LAYOUTS)
+def test_extras_hold_plain_values_that_survive_blender(endian, interleaved):
+    data = tmd0_bytes(endian, interleaved)
+    scene = convert.to_scene(tmd0.read(data))
+    header = scene.extras[convert.KEY]
+    assert header["magic"] == b"tmd0" and isinstance(header["terminator"], int)
+    assert all(isinstance(p, int) for p in header["layout"]["pointers"])
+    assert isinstance(scene.meshes[0].extras[convert.KEY]["operations"], bytes)
+    assert isinstance(scene.materials[0].extras["record"], bytes)
+    assert isinstance(scene.images[0].extras["index"], int)
+    assert tmd0.write(convert.from_scene(_through_blender(scene))) == data
+
+
+def test_hierarchy_and_bone_counts_that_differ_name_the_file_and_the_table(tmp_path):
+    data = bytearray(tmd0_bytes())
+    struct.pack_into("<I", data, 144, 1)  # hierarchy count 1 for 2 bone matrices
+    path = tmp_path / "m_mdl_0.cat"
+    path.write_bytes(cat_bytes([bytes(data)], ["TMD_TOON,pkg,m"]))
+    package = cat.open_model(path)
+    with pytest.raises(FormatError, match="1 bone hierarchy entries for 2 bone matrices") as caught:
+        convert.to_scene(package.model, filename=str(path))
+    assert caught.value.filename == str(path)
+    assert caught.value.offset == package.cat.payload_offset(0) + table_offsets()["hierarchy"]
+
+
+def test_a_singular_inverse_bind_matrix_names_its_bone():
+    data = bytearray(tmd0_bytes())
+    at = table_offsets()["bones"] + 64
+    data[at : at + 64] = bytes(64)
+    with pytest.raises(FormatError, match="bone 1: its inverse bind matrix is singular") as caught:
+        convert.to_scene(tmd0.read(bytes(data)), filename="m.tmd0")
+    assert (caught.value.filename, caught.value.offset) == ("m.tmd0", at)
 
 
 def test_renamed_bone_gets_new_hash_and_edited_mesh_rebuilds():

@@ -1,10 +1,14 @@
 """TMD/TKL/TML ↔ Scene: import values, byte-exact re-export, writing from scratch, export rules."""
 
 import copy
+import json
+import struct
 
 import demo_creature
 import numpy as np
 import pytest
+from retro_models.formats import extras
+from retro_models.formats.errors import FormatError
 from retro_models.formats.scene import Channel, Layer, Mesh, Scene, Skeleton, axis_matrix
 from retro_models.formats.toshi import convert, strips, tkl, tmd, tml
 from toshi_fixtures import POSITIONS, ROTATIONS, tkl_bytes, tmd_bytes, tml_bytes
@@ -105,6 +109,37 @@ def test_demo_creature_round_trip(perturb):
     if perturb:
         scene = _perturb(scene)
     model, new_library, materials = convert.from_scene(scene, tkl=library)
+    assert tmd.write(model) == files["demo.tmd"]
+    assert tkl.write(new_library) == files["demo.tkl"]
+    assert tml.write(materials) == files["demo.tml"]
+
+
+def _through_blender(scene: Scene) -> Scene:
+    """The scene with every extras dict as Blender gives it back (JSON through the extras codec)."""
+
+    def trip(value):
+        return extras.decode(json.loads(json.dumps(extras.encode(value))))
+
+    scene = copy.deepcopy(scene)
+    for item in [scene, *scene.skeletons, *scene.meshes, *scene.materials, *scene.images, *scene.animations]:
+        item.extras = trip(item.extras)
+    for skeleton in scene.skeletons:
+        skeleton.bone_extras = [trip(e) for e in skeleton.bone_extras]
+    for animation in scene.animations:
+        for channel in animation.channels:
+            channel.extras = trip(channel.extras)
+    return scene
+
+
+def test_extras_hold_plain_values_that_survive_blender():
+    files = demo_creature.demo_files()
+    library = tkl.read(files["demo.tkl"])
+    scene = convert.to_scene(tmd.read(files["demo.tmd"]), library, tml.read(files["demo.tml"]))
+    assert scene.extras["tkl_field"] == tmd.read(files["demo.tmd"]).tkl_field
+    assert isinstance(scene.extras["salt"], int) and isinstance(scene.extras["lods"][0]["sphere"], bytes)
+    assert isinstance(scene.meshes[0].extras["strips"], bytes)
+    assert isinstance(scene.materials[0].extras["name_field"], bytes)
+    model, new_library, materials = convert.from_scene(_through_blender(scene), tkl=library)
     assert tmd.write(model) == files["demo.tmd"]
     assert tkl.write(new_library) == files["demo.tkl"]
     assert tml.write(materials) == files["demo.tml"]
@@ -245,6 +280,37 @@ def test_export_errors_name_the_object():
     big = _skinned_strip_scene(bones=2, quads=17000)
     with pytest.raises(convert.ToshiExportError, match="ribbon"):
         convert.from_scene(big)
+
+
+def _demo_with(edit) -> tuple[bytes, tmd.TMD]:
+    """The demo creature's TMD after ``edit(model)``, written and read back (offsets of the new file)."""
+    model = tmd.read(demo_creature.demo_files()["demo.tmd"])
+    edit(model)
+    data = tmd.write(model)
+    return data, tmd.read(data, "demo.tmd")
+
+
+def test_a_strip_index_outside_the_mesh_names_the_file_and_its_place():
+    def edit(model):
+        model.lods[0].meshes[1].pieces[0].strip[5] = 999
+
+    data, model = _demo_with(edit)
+    with pytest.raises(FormatError, match=r"LOD 0 mesh 1 .* strip index 5 \(999\)") as caught:
+        convert.to_scene(model, filename="demo.tmd")
+    assert caught.value.filename == "demo.tmd"
+    assert struct.unpack_from("<h", data, caught.value.offset) == (999,)
+
+
+def test_a_vertex_weighted_outside_its_palette_names_the_file_and_its_place():
+    def edit(model):
+        vertices = model.lods[0].meshes[0].pieces[0].vertices
+        vertices["bones"][7] = (3 * 27, 0, 0, 0)  # palette slot 27 of a shorter palette
+
+    data, model = _demo_with(edit)
+    with pytest.raises(FormatError, match="vertex 7 is weighted") as caught:
+        convert.to_scene(model, filename="demo.tmd")
+    assert caught.value.filename == "demo.tmd"
+    assert data[caught.value.offset : caught.value.offset + 4] == bytes([81, 0, 0, 0])
 
 
 def test_appending_keeps_library_indices():

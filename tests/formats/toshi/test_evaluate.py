@@ -5,7 +5,8 @@ import copy
 import demo_creature
 import numpy as np
 import pytest
-from retro_models.formats.scene import compose, matrix_to_quat, quat_to_matrix
+from retro_models.formats.curves import slerp
+from retro_models.formats.scene import compose, matrix_to_quat, quat_to_matrix, world_from_local
 from retro_models.formats.toshi import convert, evaluate, tkl, tmd
 
 
@@ -27,7 +28,7 @@ def _random_rest(model: tmd.TMD, seed: int = 3) -> tmd.TMD:
     n = len(model.nodes)
     q = rng.normal(size=(n, 4))
     local = compose(rng.normal(size=(n, 3)), q / np.linalg.norm(q, axis=1, keepdims=True))
-    bind = evaluate.world_matrices(model, local)
+    bind = world_from_local(local, model.nodes["parent"])
     model.nodes["bind"] = tmd.flatten(bind)
     model.nodes["inverse_bind"] = tmd.flatten(np.linalg.inv(bind))
     model.nodes["translation"] = local[:, :3, 3]
@@ -73,14 +74,23 @@ def test_rest_keys_give_bind_matrices(demo, time):
 
 
 def test_slerp_midpoint_and_clamped_ends():
+    """The game's rotation between keys is the shared slerp (formats.curves)."""
     key_times = np.array([1.0, 2.0])
     quats = np.stack([_rotate_z(0.0), _rotate_z(np.pi / 2)])
-    got = evaluate.slerp(key_times, quats, [0.0, 1.0, 1.5, 1.25, 2.0, 9.0])
+    got = slerp(key_times, quats, [0.0, 1.0, 1.5, 1.25, 2.0, 9.0])
     expected = np.stack([_rotate_z(a) for a in (0, 0, np.pi / 4, np.pi / 8, np.pi / 2, np.pi / 2)])
     np.testing.assert_allclose(got, expected, atol=1e-12)
     # A key stored as -q is the same rotation: the shorter arc is taken.
-    flipped = evaluate.slerp(key_times, quats * [[1], [-1]], [1.5])
+    flipped = slerp(key_times, quats * [[1], [-1]], [1.5])
     np.testing.assert_allclose(quat_to_matrix(flipped), quat_to_matrix(expected[2:3]), atol=1e-12)
+
+
+def test_slerp_keys_sharing_a_time_hold_the_later_one_from_then_on():
+    quats = np.stack([_rotate_z(a) for a in (0.0, 0.5, 1.0, 1.5)])
+    middle = slerp([0.0, 1.0, 1.0, 2.0], quats, [1.0, 1.5])
+    np.testing.assert_allclose(middle, [_rotate_z(1.0), _rotate_z(1.25)], atol=1e-12)
+    end = slerp([0.0, 1.0, 1.0], quats[:3], [1.0, 1.5])
+    np.testing.assert_allclose(end, [_rotate_z(1.0), _rotate_z(1.0)], atol=1e-12)
 
 
 def test_lerp_between_keys_and_repeated_time():
