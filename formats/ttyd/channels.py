@@ -42,7 +42,7 @@ def scene_animation(
     model, scene, a, animation, name, axis, world, parents, bone_of, image_of
 ) -> tuple[Animation, list]:
     """The scene animation of entry ``a`` and its shape keys as (mesh index, ShapeKey) pairs."""
-    extras = {"entry": a, "name": animation.name.hex(), "label": name}
+    extras = {"entry": a, "name": animation.name, "label": name}
     anim = animation.data
     if anim is None:
         extras["data"] = False

@@ -78,7 +78,7 @@ def _image_extras(image: tpl_format.TPLImage) -> dict:
             "unpacked": p.unpacked,
             "pad": p.pad,
             "format": p.format,
-            "data": p.data.hex(),
+            "data": p.data,
             "header_offset": _offset_extra(p.header_offset),
             "data_offset": _offset_extra(p.data_offset),
         }
@@ -140,9 +140,7 @@ def tpl_from_scene(scene: Scene, extras: dict) -> tpl_format.TPL | None:
     if kept:
         tpl.table_offset = _kept_offset(kept, "table_offset")
         tpl.size = _kept_offset(kept, "size")
-        tpl.unused = [
-            (o, bytes.fromhex(b)) for o, b in zip(kept["unused_offsets"], kept["unused_bytes"], strict=True)
-        ]
+        tpl.unused = list(zip(kept["unused_offsets"], kept["unused_bytes"], strict=True))
     return tpl
 
 
@@ -167,7 +165,7 @@ def _tpl_image(image: Image) -> tpl_format.TPLImage:
             palette["unpacked"],
             palette["pad"],
             palette["format"],
-            bytes.fromhex(palette["data"]),
+            palette["data"],
         )
         tpl_image.palette.header_offset = _kept_offset(palette, "header_offset")
         tpl_image.palette.data_offset = _kept_offset(palette, "data_offset")

@@ -67,5 +67,5 @@ def unique_names(names: list[str]) -> list[str]:
 def raw_name(current: str, extras: dict) -> bytes:
     """The original name bytes unless the object was renamed."""
     if "name" in extras and extras.get("label") == current:
-        return bytes.fromhex(extras["name"])
+        return extras["name"]
     return fmt.encode_name(current)

@@ -101,7 +101,7 @@ def scene_mesh(model, s, axis, world, parents, bone_of, material_of, visible) ->
         name=text(shape["name"]),
         positions=positions_to_scene(matrix, model.positions[first : first + count]),
         triangles=geometry["triangles"].astype(np.int32),
-        extras={"shape": s, "group": g, "name": bytes(shape["name"]).hex()},
+        extras={"shape": s, "group": g, "name": bytes(shape["name"])},
     )
     if "normal" in corners:
         index = corners["normal"]

@@ -598,15 +598,22 @@ def validate_animation(
 # -- writing -----------------------------------------------------------------------
 
 
-def _block_bytes(table: np.ndarray) -> bytes:
+def table_bytes(table: np.ndarray) -> bytes:
+    """A table's records as the file stores them (big-endian)."""
     return np.ascontiguousarray(table, with_endian(table.dtype, ENDIAN)).tobytes()
+
+
+def table_from_bytes(raw: bytes, dtype: np.dtype, components: int = 1) -> np.ndarray:
+    """The table ``table_bytes`` gave these bytes for (native byte order, (N, k) when components > 1)."""
+    values = np.frombuffer(raw, with_endian(np.dtype(dtype), ENDIAN)).astype(dtype)
+    return values.reshape(-1, components) if components > 1 else values
 
 
 def _entry_table(model: Model, offsets: list[int]) -> bytes:
     entries = np.zeros(len(model.animations), ENTRY_DTYPE)
     entries["name"] = [a.name for a in model.animations]
     entries["data_offset"] = offsets
-    return _block_bytes(entries)
+    return table_bytes(entries)
 
 
 def _animation_tables(anim: AnimationData) -> list[np.ndarray]:
@@ -675,7 +682,7 @@ def _write_in_place(model: Model) -> bytes:
 
     put(0, _header(model, layout.data_area, layout.offsets))
     for i, (name, _, _) in enumerate(BLOCKS):
-        put(layout.offsets[i], _block_bytes(model.block(name)))
+        put(layout.offsets[i], table_bytes(model.block(name)))
     put(layout.offsets[ENTRIES_BLOCK], _entry_table(model, layout.animation_offsets))
     with_data = [
         (a, o) for a, o in zip(model.animations, layout.animation_offsets, strict=True) if a.data is not None
@@ -685,7 +692,7 @@ def _write_in_place(model: Model) -> bytes:
     ):
         put(start, _animation_header(animation.data, size, relative))
         for rel, table in zip(relative, _animation_tables(animation.data), strict=True):
-            put(start + rel, _block_bytes(table))
+            put(start + rel, table_bytes(table))
     return bytes(buf)
 
 
@@ -696,7 +703,7 @@ def _write_packed(model: Model) -> bytes:
     for name, _, _ in BLOCKS:
         body.align(ALIGNMENT)
         offsets.append(body.pos)
-        body.bytes(_block_bytes(model.block(name)))
+        body.bytes(table_bytes(model.block(name)))
     body.align(ALIGNMENT)
     offsets.append(body.pos)
     entries_at = body.pos
@@ -717,7 +724,7 @@ def _write_packed(model: Model) -> bytes:
         for table in _animation_tables(animation.data):
             chunk.align(ALIGNMENT)
             relative.append(chunk.pos)
-            chunk.bytes(_block_bytes(table))
+            chunk.bytes(table_bytes(table))
         chunk.align(ALIGNMENT)
         chunk.buf[:ANIMATION_HEADER_SIZE] = _animation_header(animation.data, chunk.pos, relative)
         body.bytes(chunk.getvalue())

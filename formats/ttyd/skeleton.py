@@ -27,7 +27,7 @@ def scene_skeleton(model, name, parents, order, bone_of, rest) -> Skeleton:
         bone_extras.append(
             {
                 "group": int(g),
-                "name": bytes(group["name"]).hex(),
+                "name": bytes(group["name"]),
                 "next": int(group["next"]),
                 "child": int(group["child"]),
                 "shape": int(group["shape"]),

@@ -7,19 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..binary import with_endian
 from ..scene import Scene
 from . import model as fmt
 from .model import AnimationData, Model, text
-
-
-def _hex(table: np.ndarray) -> str:
-    return np.ascontiguousarray(table, with_endian(table.dtype, fmt.ENDIAN)).tobytes().hex()
-
-
-def _unhex(raw: str, dtype: np.dtype, components: int = 1) -> np.ndarray:
-    values = np.frombuffer(bytes.fromhex(raw), with_endian(np.dtype(dtype), fmt.ENDIAN)).astype(dtype)
-    return values.reshape(-1, components) if components > 1 else values
 
 
 def signed(value: int) -> int:
@@ -34,14 +24,14 @@ def unsigned(value: int) -> int:
 def model_extras(model: Model, tpl) -> dict:
     h = model.header
     extras = {
-        "name": h.name.hex(),
-        "texture_name": h.texture_name.hex(),
-        "date": h.date.hex(),
+        "name": h.name,
+        "texture_name": h.texture_name,
+        "date": h.date,
         "flags": signed(h.flags),
         "radius": signed(h.radius),
         "height": signed(h.height),
         "bbox": [float(v) for v in np.concatenate([h.bbox_min, h.bbox_max])],
-        "tables": {name: _hex(model.block(name)) for name, _, _ in fmt.BLOCKS},
+        "tables": {name: fmt.table_bytes(model.block(name)) for name, _, _ in fmt.BLOCKS},
     }
     layout = model.layout
     if layout is not None:
@@ -54,14 +44,14 @@ def model_extras(model: Model, tpl) -> dict:
             "animation_tables": [signed(o) for table in layout.animation_tables for o in table],
             "region_sizes": layout.region_sizes,
             "fill_offsets": [offset for offset, _ in layout.fill],
-            "fill_bytes": [raw.hex() for _, raw in layout.fill],
+            "fill_bytes": [raw for _, raw in layout.fill],
         }
     if tpl is not None:
         extras["tpl"] = {
             "table_offset": -1 if tpl.table_offset is None else tpl.table_offset,
             "size": -1 if tpl.size is None else tpl.size,
             "unused_offsets": [offset for offset, _ in tpl.unused],
-            "unused_bytes": [raw.hex() for _, raw in tpl.unused],
+            "unused_bytes": [raw for _, raw in tpl.unused],
         }
     return extras
 
@@ -70,12 +60,12 @@ def base_model(scene: Scene, extras: dict) -> Model:
     model = Model()
     h = model.header
     if extras:
-        h.name, h.texture_name, h.date = (bytes.fromhex(extras[k]) for k in ("name", "texture_name", "date"))
+        h.name, h.texture_name, h.date = (extras[k] for k in ("name", "texture_name", "date"))
         h.flags, h.radius, h.height = (unsigned(extras[k]) for k in ("flags", "radius", "height"))
         bbox = np.array(extras["bbox"], np.float32)
         h.bbox_min, h.bbox_max = bbox[:3], bbox[3:]
         for name, dtype, components in fmt.BLOCKS:
-            model.set_block(name, _unhex(extras["tables"][name], dtype, components))
+            model.set_block(name, fmt.table_from_bytes(extras["tables"][name], dtype, components))
         layout = extras.get("layout")
         if layout is not None:
             tables = [unsigned(o) for o in layout["animation_tables"]]
@@ -87,10 +77,7 @@ def base_model(scene: Scene, extras: dict) -> Model:
                 animation_sizes=[unsigned(o) for o in layout["animation_sizes"]],
                 animation_tables=[tables[i : i + 8] for i in range(0, len(tables), 8)],
                 region_sizes=list(layout["region_sizes"]),
-                fill=[
-                    (o, bytes.fromhex(b))
-                    for o, b in zip(layout["fill_offsets"], layout["fill_bytes"], strict=True)
-                ],
+                fill=list(zip(layout["fill_offsets"], layout["fill_bytes"], strict=True)),
             )
     else:
         h.texture_name = fmt.encode_name(scene.name)
@@ -102,7 +89,7 @@ def base_model(scene: Scene, extras: dict) -> Model:
 def animation_extras(anim: AnimationData) -> dict:
     """An animation's tables and bounding box, as ``stored_animation`` reads them back."""
     return {
-        "tables": {table: _hex(getattr(anim, table)) for table, _ in fmt.ANIMATION_TABLES},
+        "tables": {table: fmt.table_bytes(getattr(anim, table)) for table, _ in fmt.ANIMATION_TABLES},
         "bbox": [float(v) for v in anim.bbox],
     }
 
@@ -113,5 +100,5 @@ def stored_animation(extras: dict) -> AnimationData | None:
         return None
     anim = AnimationData(bbox=np.array(extras["bbox"], np.float32))
     for table, dtype in fmt.ANIMATION_TABLES:
-        setattr(anim, table, _unhex(tables[table], dtype))
+        setattr(anim, table, fmt.table_from_bytes(tables[table], dtype))
     return anim

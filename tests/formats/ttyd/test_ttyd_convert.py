@@ -7,6 +7,7 @@ import pytest
 import ttyd_fixtures as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from retro_models.formats import extras as extras_codec
 from retro_models.formats.errors import FormatError
 from retro_models.formats.scene import axis_matrix, compose
 from retro_models.formats.textures import gx
@@ -183,6 +184,31 @@ def test_round_trip_is_byte_exact(data, scene):
     model, tpl = convert.from_scene(scene)
     assert tpl is None
     assert fmt.write(model) == data
+
+
+def test_format_only_fields_are_plain_bytes(model, scene):
+    kept = scene.extras["ttyd"]
+    assert (kept["name"], kept["texture_name"]) == (b"c_test", b"c_test_tex")
+    assert kept["tables"]["positions"] == fmt.table_bytes(model.positions)
+    assert kept["layout"]["fill_bytes"] == [raw for _, raw in model.layout.fill]
+    assert scene.skeletons[0].bone_extras[0]["name"] == b"root" and scene.meshes[0].extras["name"] == b"body"
+    walk = next(a for a in scene.animations if a.name == "walk")
+    assert walk.extras["tables"]["unknown_records"] == bytes(range(1, 9))
+
+
+def test_round_trip_through_the_extras_codec_is_byte_exact(data):
+    raw, tpl = make_tpl()
+    tpl.images.append(tpl_format.image_from_pixels(np.full((8, 8, 4), 90, np.uint8), gx.C8))
+    raw = tpl_format.write(tpl)
+    tpl = tpl_format.read(raw)
+    scene = convert.to_scene(fmt.read(data), tpl)
+    through = lambda extras: extras_codec.decode(extras_codec.encode(extras))  # noqa: E731
+    scene.extras = through(scene.extras)
+    for item in scene.meshes + scene.materials + scene.images + scene.animations:
+        item.extras = through(item.extras)
+    scene.skeletons[0].bone_extras = [through(e) for e in scene.skeletons[0].bone_extras]
+    model, tpl_back = convert.from_scene(scene)
+    assert fmt.write(model) == data and tpl_format.write(tpl_back) == raw
 
 
 def perturb(scene, amount=1e-6):
