@@ -39,9 +39,10 @@ MAX_BAKED_FRAMES = 100_000
 
 
 def scene_animation(
-    model, scene, a, animation, name, axis, world, parents, bone_of, image_of
+    model, scene, a, animation, name, axis, world, parents, bone_of, image_of, filename="<model>"
 ) -> tuple[Animation, list]:
-    """The scene animation of entry ``a`` and its shape keys as (mesh index, ShapeKey) pairs."""
+    """The scene animation of entry ``a`` and its shape keys as (mesh index, ShapeKey) pairs;
+    ``filename`` names the model in errors."""
     extras = {"entry": a, "name": animation.name, "label": name}
     anim = animation.data
     if anim is None:
@@ -59,7 +60,7 @@ def scene_animation(
     )
     if not len(anim.keyframes):
         return result, []
-    evaluator = Evaluator(model, anim)
+    evaluator = Evaluator(model, anim, filename, fmt.animation_offset(model, a))
     shape_keys, channels = _shape_keys(model, scene, evaluator, name, axis, world)
     result.channels += _node_channels(model, scene, evaluator, axis, parents, bone_of)
     result.channels += channels
@@ -250,6 +251,8 @@ def _texture_channels(model, scene, evaluator, image_of) -> list[Channel]:
     channels = []
     for column in np.flatnonzero(changed.any(axis=0)):
         x = int(evaluator.texture_index[column])
+        if x >= len(model.samplers):  # a transform no sampler uses: nothing the game draws moves
+            continue
         times = _step_times(evaluator, changed[:, column])
         pose = evaluator.at(times)
         transform = model.texcoord_transforms[x]

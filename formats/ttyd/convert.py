@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ExportError, FormatError
 from ..scene import Scene, axis_matrix
 from ..textures import tpl as tpl_format
 from . import model as fmt
@@ -33,7 +34,7 @@ from .kept import unique_names
 from .materials import mapping_location, scene_materials, update_materials
 from .meshes import rebuild_geometry, scene_mesh, update_geometry, uvs_to_file
 from .model import Model, text
-from .skeleton import groups_from_skeleton, scene_skeleton
+from .skeleton import bone_rests, groups_from_skeleton, scene_skeleton
 from .tables import base_model, model_extras
 
 # Names other modules use from here, besides to_scene, from_scene and default_axis.
@@ -56,8 +57,11 @@ def default_axis() -> np.ndarray:
     return axis_matrix("-Z", "Y")
 
 
-def to_scene(model: Model, tpl: tpl_format.TPL | None = None, axis: np.ndarray | None = None) -> Scene:
-    fmt.validate(model)
+def to_scene(
+    model: Model, tpl: tpl_format.TPL | None = None, axis: np.ndarray | None = None, filename: str = "<model>"
+) -> Scene:
+    """The scene of a model and its TPL (None: placeholder images); ``filename`` names the model in errors."""
+    fmt.validate(model, filename)
     axis = default_axis() if axis is None else np.asarray(axis, np.float64)
     name = text(model.header.name)
     scene = Scene(name=name, extras={EXTRAS_KEY: model_extras(model, tpl)})
@@ -67,7 +71,8 @@ def to_scene(model: Model, tpl: tpl_format.TPL | None = None, axis: np.ndarray |
     bone_of = np.full(len(parents), -1, np.int64)
     bone_of[order] = np.arange(len(order))
     if len(order):
-        scene.skeletons.append(scene_skeleton(model, name, parents, order, bone_of, axis @ world[order]))
+        rest = bone_rests(axis, world)[order]
+        scene.skeletons.append(scene_skeleton(model, name, parents, order, bone_of, rest))
 
     scene.images = scene_images(model, tpl)
     image_of = image_lookup(scene)
@@ -82,7 +87,7 @@ def to_scene(model: Model, tpl: tpl_format.TPL | None = None, axis: np.ndarray |
     animation_names = unique_names([text(a.name) for a in model.animations])
     for a, animation in enumerate(model.animations):
         result, shape_keys = scene_animation(
-            model, scene, a, animation, animation_names[a], axis, world, parents, bone_of, image_of
+            model, scene, a, animation, animation_names[a], axis, world, parents, bone_of, image_of, filename
         )
         scene.animations.append(result)
         for m, key in shape_keys:
@@ -91,8 +96,19 @@ def to_scene(model: Model, tpl: tpl_format.TPL | None = None, axis: np.ndarray |
 
 
 def from_scene(scene: Scene, axis: np.ndarray | None = None) -> tuple[Model, tpl_format.TPL | None]:
-    """The model (and its TPL, None when the scene has no image data) described by ``scene``."""
-    axis = default_axis() if axis is None else np.asarray(axis, np.float64)
+    """The model (and its TPL, None when the scene has no image data) described by ``scene``.
+
+    Raises ExportError when the tables kept with the scene and its edits do not make a valid model.
+    """
+    try:
+        return _from_scene(scene, default_axis() if axis is None else np.asarray(axis, np.float64))
+    except FormatError as error:
+        raise ExportError(
+            f"{scene.name or 'the scene'}: the model it makes is not valid: {error.problem}"
+        ) from error
+
+
+def _from_scene(scene: Scene, axis: np.ndarray) -> tuple[Model, tpl_format.TPL | None]:
     extras = scene.extras.get(EXTRAS_KEY, {})
     model = base_model(scene, extras)
     group_of_bone = groups_from_skeleton(model, scene, axis)

@@ -66,7 +66,8 @@ def hermite_weights(u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 class Evaluator:
     """Per-keyframe sums of one animation's deltas, kept only for the entries the deltas touch."""
 
-    def __init__(self, model: Model, anim: AnimationData, filename: str = "<model>"):
+    def __init__(self, model: Model, anim: AnimationData, filename: str = "<model>", offset: int = 0):
+        """``filename`` and ``offset`` (of the animation's data in the file) name the animation in errors."""
         self.model, self.anim = model, anim
         keys = anim.keyframes
         self.times = keys["time"].astype(np.float64)
@@ -77,7 +78,9 @@ class Evaluator:
             touched += len(np.unique(index))
         if count * touched > EVALUATION_BUDGET:
             raise FormatError(
-                filename, 0, f"animation of {count} keyframes × {touched} targets is too large to evaluate"
+                filename,
+                offset,
+                f"animation of {count} keyframes × {touched} targets is too large to evaluate",
             )
 
         self.position_index, self.position_steps = self._vertex_deltas(keys, "position", anim.position_deltas)

@@ -11,14 +11,22 @@ def apply(matrix: np.ndarray, points: np.ndarray) -> np.ndarray:
     return np.asarray(points, np.float64) @ matrix[:3, :3].T + matrix[:3, 3]
 
 
+def invertible(matrices: np.ndarray) -> np.ndarray:
+    """(…) whether each (…, 4, 4) matrix is finite and not singular (a zero scale collapses it)."""
+    matrices = np.asarray(matrices, np.float64)
+    flat = matrices.reshape(-1, 4, 4)
+    out = np.isfinite(flat).all(axis=(-2, -1))
+    out[out] = np.abs(np.linalg.det(flat[out])) > 1e-300
+    return out.reshape(matrices.shape[:-2])
+
+
 def inverse(matrix: np.ndarray) -> np.ndarray:
     """(…, 4, 4) inverses: NaN where a matrix is not finite, the pseudo-inverse where it is singular."""
     shape = np.shape(matrix)
     matrix = np.asarray(matrix, np.float64).reshape(-1, 4, 4)
     finite = np.isfinite(matrix).all(axis=(-2, -1))
     out = np.full(matrix.shape, np.nan)
-    regular = finite.copy()
-    regular[finite] = np.abs(np.linalg.det(matrix[finite])) > 1e-300
+    regular = invertible(matrix)
     out[regular] = np.linalg.inv(matrix[regular])
     singular = finite & ~regular
     out[singular] = np.linalg.pinv(matrix[singular])

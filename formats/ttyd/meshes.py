@@ -20,7 +20,7 @@ from . import model as fmt
 from .evaluate import world_matrices
 from .kept import raw_name, restore
 from .materials import ALPHA_DISPLAY, CULL_NONE, new_sampler, shape_modes, slot_to_sampler
-from .matrices import apply, inverse, normalize
+from .matrices import apply, inverse, invertible, normalize
 from .model import Model, text
 from .skeleton import append_group, chain, drawing_group, shape_matrix, shown_visibility
 
@@ -204,7 +204,8 @@ def _update_shape(model: Model, mesh: Mesh, geometry: dict, matrix: np.ndarray) 
     )
     corners = geometry["corners"]
     normals = _corner_values(mesh, mesh.normals)
-    if normals is not None and "normal" in corners:
+    # Under a collapsed or non-finite matrix the scene shows no normals (zero length): the kept ones stay.
+    if normals is not None and "normal" in corners and invertible(matrix):
         entries, values = _pool_entries(corners["normal"], normals)
         at = int(shape["normal_first"]) + entries
         old = model.normals[at]

@@ -1,9 +1,10 @@
 """Groups ⇄ one Skeleton: every group a bone, parents first (the file keeps the root last).
 
-A bone's rest is the group's world matrix from the node floats (the axis conversion on
-top); the group record and its 24 node floats travel in the bone's extras. On export the
-kept node floats stay while the bone's rest still shows them; a moved bone gets fresh
-ones (translation, scale and rotation B, no centres).
+A bone's rest is the group's world matrix from the node floats, the axis conversion on
+top (``bone_rests``: also for groups a zero scale collapses); the group record and its 24
+node floats travel in the bone's extras. On export the kept node floats stay while the
+bone's rest still shows them; a moved bone gets fresh ones (translation, scale and
+rotation B, no centres).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from ..scene import Scene, Skeleton
 from . import model as fmt
 from .evaluate import local_matrices, world_matrices
 from .kept import raw_name, same_matrices, unique_names
-from .matrices import euler_xyz_degrees, inverse
+from .matrices import euler_xyz_degrees, inverse, invertible
 from .model import NODE_FLOATS, Model, text
 from .tables import signed
 
@@ -47,6 +48,19 @@ def scene_skeleton(model, name, parents, order, bone_of, rest) -> Skeleton:
         rest=rest,
         bone_extras=bone_extras,
     )
+
+
+def bone_rests(axis: np.ndarray, world: np.ndarray) -> np.ndarray:
+    """(G, 4, 4) rest matrices of the groups' bones: the axis conversion of their world matrices.
+
+    Where a world matrix collapses (a zero scale) or is not finite, the bone rests at the group's
+    position alone: a bone needs an invertible rest, and the meshes, placed by the world matrix
+    itself, still show what the game draws (collapsed, or nothing).
+    """
+    rest = axis @ world
+    position = np.eye(4) + np.zeros_like(world)
+    position[:, :3, 3] = np.where(np.isfinite(world[:, :3, 3]), world[:, :3, 3], 0.0)
+    return np.where(invertible(rest)[:, None, None], rest, axis @ position)
 
 
 def drawing_group(model: Model, s: int) -> int:
@@ -135,7 +149,7 @@ def groups_from_skeleton(model: Model, scene: Scene, axis: np.ndarray) -> np.nda
     rest = np.asarray(skeleton.rest, np.float64)
     with np.errstate(all="ignore"):
         file_world = world_matrices(model, model.node_floats, parents)
-        moved = ~same_matrices(rest, axis @ file_world[group_of])
+        moved = ~same_matrices(rest, bone_rests(axis, file_world)[group_of])
         roots = skeleton.parents < 0
         scene_local = rest.copy()
         scene_local[~roots] = inverse(rest[skeleton.parents[~roots]]) @ rest[~roots]

@@ -8,13 +8,13 @@ import ttyd_fixtures as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from retro_models.formats import extras as extras_codec
-from retro_models.formats.errors import FormatError
+from retro_models.formats.errors import ExportError, FormatError
 from retro_models.formats.scene import axis_matrix, compose
 from retro_models.formats.textures import gx
 from retro_models.formats.textures import tpl as tpl_format
-from retro_models.formats.ttyd import convert
+from retro_models.formats.ttyd import convert, evaluate
 from retro_models.formats.ttyd import model as fmt
-from retro_models.formats.ttyd.evaluate import Evaluator, local_matrices
+from retro_models.formats.ttyd.evaluate import Evaluator, local_matrices, world_matrices
 
 
 @pytest.fixture(scope="module")
@@ -396,3 +396,54 @@ def test_baked_channels_are_encoded_again(model):
         *(ch[("bone", "body", p, None)].values for p in ("location", "rotation_quaternion", "scale"))
     )
     np.testing.assert_allclose(got, want, atol=0.05)  # node values are stored in 1/16 steps
+
+
+# -- odd but readable models --------------------------------------------------------
+
+
+def test_errors_found_while_converting_name_the_file_and_offset(model, monkeypatch):
+    model.shapes["position_count"] = 9  # changed after reading: the converter checks again
+    with pytest.raises(FormatError, match="positions") as error:
+        convert.to_scene(model, filename="c_test")
+    assert (error.value.filename, error.value.offset) == ("c_test", model.layout.offsets[0])
+    model.shapes["position_count"] = 4
+    monkeypatch.setattr(evaluate, "EVALUATION_BUDGET", 1)
+    with pytest.raises(FormatError, match="too large") as error:
+        convert.to_scene(model, filename="c_test")
+    assert (error.value.filename, error.value.offset) == ("c_test", model.layout.animation_offsets[0])
+
+
+def test_texture_transform_without_a_sampler_is_animated_without_channels(data, model):
+    model.texcoord_transforms = np.concatenate([model.texcoord_transforms] * 2)
+    model.animations[0].data.texture_deltas["step"][0] = 1  # the delta moves transform 1: no sampler uses it
+    raw = fmt.write(model)
+    scene = convert.to_scene(fmt.read(raw))
+    assert not any(c.target_kind == "material" for c in scene.animations[0].channels)
+    assert fmt.write(convert.from_scene(scene)[0]) == raw
+
+
+@pytest.mark.parametrize("value", [0.0, np.nan, np.inf])
+@pytest.mark.parametrize("node", [0, 24], ids=["root", "body"])
+def test_collapsed_or_broken_groups_get_rests_a_bone_can_hold(data, model, node, value):
+    model.node_floats[node + 3 : node + 6] = value  # the group's scale
+    raw = fmt.write(model)
+    with np.errstate(all="ignore"):
+        scene = convert.to_scene(fmt.read(raw))
+        back, _ = convert.from_scene(scene)
+    (skeleton,) = scene.skeletons
+    assert np.isfinite(skeleton.rest).all() and np.isfinite(skeleton.local_rest()).all()
+    with np.errstate(all="ignore"):
+        world = convert.default_axis() @ world_matrices(model, model.node_floats)[0]
+        expected = model.positions @ world[:3, :3].T + world[:3, 3]
+    np.testing.assert_array_equal(scene.meshes[0].positions, expected.astype(np.float32))  # as the game draws
+    assert fmt.write(back) == raw
+
+
+def test_kept_tables_that_do_not_fit_are_an_export_error(model, scene):
+    groups = model.groups.copy()
+    groups["child"][1] = 5
+    scene.extras["ttyd"]["tables"]["groups"] = fmt.table_bytes(groups)
+    with pytest.raises(
+        ExportError, match="c_test: the model it makes is not valid: group child link outside"
+    ):
+        convert.from_scene(scene)
