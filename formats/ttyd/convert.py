@@ -23,12 +23,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ExportError, FormatError
-from ..scene import Scene, axis_matrix
+from ..scene import Scene, axis_matrix, tree_order
 from ..textures import tpl as tpl_format
 from . import model as fmt
 from .channels import scene_animation
 from .deltas import animations_from_scene, sample_channel
-from .evaluate import tree_order, world_matrices
+from .evaluate import world_matrices
 from .images import image_lookup, scene_images, texture_image, tpl_from_scene
 from .kept import unique_names
 from .materials import mapping_location, scene_materials, update_materials
@@ -66,7 +66,7 @@ def to_scene(
     name = text(model.header.name)
     scene = Scene(name=name, extras={EXTRAS_KEY: model_extras(model, tpl)})
     parents = fmt.group_parents(model.groups)
-    world = world_matrices(model, model.node_floats, parents) if len(model.groups) else np.zeros((0, 4, 4))
+    world = world_matrices(model, model.node_floats, parents)
     order = tree_order(parents)
     bone_of = np.full(len(parents), -1, np.int64)
     bone_of[order] = np.arange(len(order))

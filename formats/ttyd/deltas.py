@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..curves import sample
 from ..errors import ExportError
 from ..scene import Channel, compose, matrix_to_quat
 from . import model as fmt
@@ -27,37 +28,14 @@ ELEMENT_PATHS = {"location": 0, "scale": 3}  # first node float of per-component
 
 
 def sample_channel(channel: Channel, times: np.ndarray) -> np.ndarray:
-    """(T, C) values of a channel at ``times`` (constant outside its keys)."""
-    keys = np.asarray(channel.times, np.float64)
-    values = np.asarray(channel.values, np.float64).reshape(len(keys), -1)
-    times = np.asarray(times, np.float64)
-    k0 = np.clip(np.searchsorted(keys, times, side="right") - 1, 0, len(keys) - 1)
-    if channel.interpolation == "CONSTANT" or len(keys) == 1:
-        return values[k0]
-    k0 = np.minimum(k0, len(keys) - 2)
-    k1 = k0 + 1
-    span = np.where(keys[k1] > keys[k0], keys[k1] - keys[k0], 1.0)
-    u = np.clip((times - keys[k0]) / span, 0.0, 1.0)[:, None]
-    if channel.interpolation != "BEZIER" or channel.handles_left is None:
-        return values[k0] + (values[k1] - values[k0]) * u
-    right = np.asarray(channel.handles_right, np.float64).reshape(len(keys), -1, 2)
-    left = np.asarray(channel.handles_left, np.float64).reshape(len(keys), -1, 2)
-    x0, x1, x2, x3 = keys[k0][:, None], right[k0, :, 0], left[k1, :, 0], keys[k1][:, None]
-    target = np.broadcast_to(times[:, None], x1.shape)
-    lo, hi = np.zeros(x1.shape), np.ones(x1.shape)
-    for _ in range(40):  # bisection on x(s) = t (monotonic for sane handles)
-        s = (lo + hi) / 2
-        x = (1 - s) ** 3 * x0 + 3 * (1 - s) ** 2 * s * x1 + 3 * (1 - s) * s**2 * x2 + s**3 * x3
-        below = x < target
-        lo, hi = np.where(below, s, lo), np.where(below, hi, s)
-    s = (lo + hi) / 2
-    y = (
-        (1 - s) ** 3 * values[k0]
-        + 3 * (1 - s) ** 2 * s * right[k0, :, 1]
-        + 3 * (1 - s) * s**2 * left[k1, :, 1]
+    """(T, C) values of a channel at ``times`` as Blender plays them (constant outside its keys)."""
+    count = len(channel.times)
+    values = np.asarray(channel.values, np.float64).reshape(count, -1)
+    left, right = (
+        None if handles is None else np.asarray(handles, np.float64).reshape(count, -1, 2)
+        for handles in (channel.handles_left, channel.handles_right)
     )
-    y = y + s**3 * values[k1]
-    return np.where(times[:, None] <= keys[0], values[0], np.where(times[:, None] >= keys[-1], values[-1], y))
+    return sample(channel.times, values, channel.interpolation, left, right, times)
 
 
 def animations_from_scene(model, scene, axis, parents, world, group_of_bone, rebuilt, mapping) -> None:

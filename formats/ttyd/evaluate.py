@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import FormatError
+from ..scene import world_from_local
 from .model import DELTA_TABLES, NODE_FLOATS, AnimationData, Model, group_parents, running_indices
 
 FPS = 60.0
@@ -278,22 +279,7 @@ def local_matrices(model: Model, node_floats: np.ndarray, parents: np.ndarray | 
 def world_matrices(model: Model, node_floats: np.ndarray, parents: np.ndarray | None = None) -> np.ndarray:
     """(…, G, 4, 4) model-space matrices: parent world · local, down the group tree."""
     parents = group_parents(model.groups) if parents is None else parents
-    local = local_matrices(model, node_floats, parents)
-    world = local.copy()
-    for g in tree_order(parents):
-        if parents[g] >= 0:
-            world[..., g, :, :] = world[..., parents[g], :, :] @ local[..., g, :, :]
-    return world
-
-
-def tree_order(parents: np.ndarray) -> list[int]:
-    """Group indices with every parent before its children (file order otherwise)."""
-    order, placed = [], np.zeros(len(parents), bool)
-    while not placed.all():
-        ready = ~placed & ((parents < 0) | placed[np.maximum(parents, 0)])
-        order += np.flatnonzero(ready).tolist()
-        placed |= ready
-    return order
+    return world_from_local(local_matrices(model, node_floats, parents), parents)
 
 
 def texcoord_matrix(translate, scale, rotate_degrees) -> np.ndarray:
