@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..curves import euler_to_matrix
 from ..errors import FormatError
 from ..scene import world_from_local
 from .model import DELTA_TABLES, NODE_FLOATS, AnimationData, Model, group_parents, running_indices
@@ -236,14 +237,11 @@ def _scaling(v: np.ndarray) -> np.ndarray:
 
 def euler_zyx(degrees: np.ndarray) -> np.ndarray:
     """(…, 4, 4) Rz · Ry · Rx of (…, 3) angles in degrees (X applied first)."""
-    x, y, z = np.moveaxis(np.radians(degrees), -1, 0)
-    cx, sx, cy, sy, cz, sz = np.cos(x), np.sin(x), np.cos(y), np.sin(y), np.cos(z), np.sin(z)
-    m = np.zeros(degrees.shape[:-1] + (4, 4))
-    m[..., 0, 0], m[..., 0, 1], m[..., 0, 2] = cy * cz, sx * sy * cz - cx * sz, cx * sy * cz + sx * sz
-    m[..., 1, 0], m[..., 1, 1], m[..., 1, 2] = cy * sz, sx * sy * sz + cx * cz, cx * sy * sz - sx * cz
-    m[..., 2, 0], m[..., 2, 1], m[..., 2, 2] = -sy, sx * cy, cx * cy
-    m[..., 3, 3] = 1.0
-    return m
+    degrees = np.asarray(degrees, np.float64)
+    m = np.zeros((degrees[..., 0].size, 4, 4))
+    m[:, :3, :3] = euler_to_matrix(np.radians(degrees).reshape(-1, 3))
+    m[:, 3, 3] = 1.0
+    return m.reshape(degrees.shape[:-1] + (4, 4))
 
 
 def node_matrix(node: np.ndarray, parent_scale: np.ndarray | None = None) -> np.ndarray:
