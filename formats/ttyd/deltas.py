@@ -39,6 +39,8 @@ def sample_channel(channel: Channel, times: np.ndarray) -> np.ndarray:
 
 
 def animations_from_scene(model, scene, axis, parents, world, group_of_bone, rebuilt, mapping) -> None:
+    """The model's animation entries in their kept order: kept tables while the scene still shows them,
+    else encoded again (always after the geometry was rebuilt)."""
     order = sorted(
         range(len(scene.animations)), key=lambda i: scene.animations[i].extras.get("entry", 1 << 30)
     )

@@ -32,6 +32,7 @@ IMAGE_FIELDS = (
 
 
 def scene_images(model: Model, tpl) -> list[Image]:
+    """One image per TPL image, named by the first texture that shows it; placeholders without a TPL."""
     textures = model.textures
     names: dict[int, str] = {}
     for texture in textures:

@@ -40,6 +40,7 @@ def same_matrices(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def all_close(a, b) -> bool:
+    """Same shape and equal within tolerance (NaN matching NaN; None only matching None)."""
     if a is None or b is None:
         return a is None and b is None
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
@@ -51,6 +52,7 @@ def all_close(a, b) -> bool:
 
 
 def unique_names(names: list[str]) -> list[str]:
+    """The names with ".001", ".002"… added to repeats, as Blender names duplicates."""
     seen: dict[str, int] = {}
     out = []
     for name in names:

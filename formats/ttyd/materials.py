@@ -66,6 +66,7 @@ def slot_transform(
 
 
 def wrap_modes(flags: int, tpl_wrap: tuple[int, int]) -> tuple[str, str]:
+    """Blender wrap modes (S, T) of a sampler's flags, or of the TPL image when the flags defer to it."""
     if flags & USE_TPL_WRAP:
         return WRAP_NAMES.get(tpl_wrap[0], "REPEAT"), WRAP_NAMES.get(tpl_wrap[1], "REPEAT")
 
@@ -158,6 +159,7 @@ def update_materials(model: Model, scene: Scene) -> dict:
 
 
 def wrap_flags(flags: int, wrap_s: str, wrap_t: str) -> int:
+    """Sampler flags showing the wrap modes: the kept flags while they do."""
     if flags & USE_TPL_WRAP:
         return flags
     if wrap_modes(flags, (1, 1)) == (wrap_s, wrap_t):
@@ -193,6 +195,7 @@ def slot_to_sampler(model: Model, scene: Scene, slot: TextureSlot, sampler: int)
 
 
 def new_sampler(model: Model, scene: Scene, slot: TextureSlot) -> int:
+    """A sampler, its transform and a texture entry for a slot the file did not have; returns its index."""
     sampler = np.zeros(1, fmt.SAMPLER_DTYPE)
     sampler["first_texture"] = append_texture(model, scene, slot.image)
     sampler["wrap"] = wrap_flags(0, slot.wrap_s, slot.wrap_t)

@@ -44,6 +44,7 @@ def _normals_to_file(matrix: np.ndarray):
 
 
 def uvs_to_file(uv: np.ndarray) -> np.ndarray:
+    """Blender (U, V) with V up → file (S, T) with T down."""
     uv = np.asarray(uv, np.float64)
     return np.stack([uv[:, 0], 1.0 - uv[:, 1]], axis=1)
 
@@ -91,6 +92,7 @@ def shape_geometry(model: Model, s: int) -> dict:
 
 
 def scene_mesh(model, s, axis, world, parents, bone_of, material_of, visible) -> Mesh:
+    """Shape ``s`` as a mesh in armature space, skinned to the bone of the group that draws it."""
     shape = model.shapes[s]
     g = drawing_group(model, s)
     matrix = shape_matrix(axis, world, g)

@@ -21,6 +21,7 @@ from .tables import signed
 
 
 def scene_skeleton(model, name, parents, order, bone_of, rest) -> Skeleton:
+    """The skeleton of the groups in ``order`` (parents first), each group's record in its bone's extras."""
     groups = model.groups[order]
     bone_extras = []
     for g, group in zip(order, groups, strict=True):
@@ -64,11 +65,13 @@ def bone_rests(axis: np.ndarray, world: np.ndarray) -> np.ndarray:
 
 
 def drawing_group(model: Model, s: int) -> int:
+    """The first group that draws shape ``s`` (−1 for none)."""
     drawn_by = np.flatnonzero(model.groups["shape"] == s)
     return int(drawn_by[0]) if len(drawn_by) else -1
 
 
 def chain(parents: np.ndarray, g: int) -> list[int]:
+    """Group ``g`` and its ancestors up to the root."""
     out = []
     while g >= 0:
         out.append(g)
@@ -77,10 +80,12 @@ def chain(parents: np.ndarray, g: int) -> list[int]:
 
 
 def shape_matrix(axis: np.ndarray, world: np.ndarray, g: int) -> np.ndarray:
+    """File → scene matrix of the vertices group ``g`` draws (−1: no group, the axis conversion alone)."""
     return axis @ world[g] if g >= 0 else axis
 
 
 def identity_node() -> np.ndarray:
+    """The 24 node floats of a group that does not move its children: unit scale, nothing else."""
     node = np.zeros(NODE_FLOATS, np.float32)
     node[3:6] = 1.0
     return node

@@ -13,15 +13,17 @@ from .model import AnimationData, Model, text
 
 
 def signed(value: int) -> int:
-    """A u32 as a signed 32-bit int (extras hold 32-bit ints)."""
+    """A u32 field as the signed 32-bit int the extras show."""
     return int(np.array(value, np.uint32).view(np.int32))
 
 
 def unsigned(value: int) -> int:
+    """The u32 field ``signed`` showed."""
     return int(np.array(value, np.int32).view(np.uint32))
 
 
 def model_extras(model: Model, tpl) -> dict:
+    """The header, every table and the layout of the model (and of its TPL) for the scene's extras."""
     h = model.header
     extras = {
         "name": h.name,
@@ -57,6 +59,7 @@ def model_extras(model: Model, tpl) -> dict:
 
 
 def base_model(scene: Scene, extras: dict) -> Model:
+    """The model the extras kept (an empty one without them), named after the scene."""
     model = Model()
     h = model.header
     if extras:
@@ -95,6 +98,7 @@ def animation_extras(anim: AnimationData) -> dict:
 
 
 def stored_animation(extras: dict) -> AnimationData | None:
+    """The animation tables an animation's extras kept (None without them)."""
     tables = extras.get("tables")
     if tables is None:
         return None
