@@ -20,6 +20,8 @@ from .raster import as_rgba, expand_bits, pad_to_multiple, quantize_bits
 
 MAGIC = b"DDS "
 HEADER_SIZE = 124
+# File offsets of header fields named in errors.
+MIP_COUNT_OFFSET, PIXEL_FORMAT_OFFSET, BIT_COUNT_OFFSET, MASKS_OFFSET = 28, 76, 88, 92
 
 # Header flags
 DDSD_CAPS, DDSD_HEIGHT, DDSD_WIDTH, DDSD_PITCH = 0x1, 0x2, 0x4, 0x8
@@ -72,9 +74,13 @@ class DDSImage:
     def decode(self, level: int = 0) -> np.ndarray:
         """Mip ``level`` of the first surface → (H, W, 4) uint8 RGBA."""
         if self.format not in BLOCK_BYTES and self.format not in UNCOMPRESSED:
-            raise FormatError(self.filename, 0, f"cannot decode DDS pixel format {self.format}")
+            raise FormatError(
+                self.filename, PIXEL_FORMAT_OFFSET, f"cannot decode DDS pixel format {self.format}"
+            )
         if not 0 <= level < self.mip_count:
-            raise FormatError(self.filename, 0, f"mip level {level} is not among the {self.mip_count} levels")
+            raise FormatError(
+                self.filename, MIP_COUNT_OFFSET, f"mip level {level} is not among the {self.mip_count} levels"
+            )
         offset = sum(self.level_size(i) for i in range(level))
         width, height = max(1, self.width >> level), max(1, self.height >> level)
         if self.format in BLOCK_BYTES:
@@ -97,20 +103,26 @@ class DDSImage:
         rgba[:, 3] = 255
         for channel, mask in enumerate(self.masks):
             if mask:
-                rgba[:, channel] = _masked_channel(words, mask)
+                rgba[:, channel] = self._masked_channel(words, channel, mask)
         if self.format in ("L", "LA"):
             rgba[:, 1] = rgba[:, 2] = rgba[:, 0]
         return rgba.reshape(height, width, 4)
 
-
-def _masked_channel(words: np.ndarray, mask: int) -> np.ndarray:
-    shift = (mask & -mask).bit_length() - 1
-    bits = bin(mask).count("1")
-    values = (words & mask) >> shift
-    if bits > 8:
-        values >>= bits - 8
-        bits = 8
-    return expand_bits(values, bits)
+    def _masked_channel(self, words: np.ndarray, channel: int, mask: int) -> np.ndarray:
+        """One channel of uncompressed texels: the bits under its mask, widened to 8 bits."""
+        shift = (mask & -mask).bit_length() - 1
+        if (mask >> shift) & ((mask >> shift) + 1):  # the set bits must be one run
+            raise FormatError(
+                self.filename,
+                MASKS_OFFSET + 4 * channel,
+                f"{'RGBA'[channel]} mask 0x{mask:08X} is not one run of bits",
+            )
+        bits = bin(mask).count("1")
+        values = (words & mask) >> shift
+        if bits > 8:
+            values >>= bits - 8
+            bits = 8
+        return expand_bits(values, bits)
 
 
 def _need(data: bytes, offset: int, size: int, what: str, filename: str, base: int) -> None:
@@ -153,7 +165,7 @@ def read(data: bytes, filename: str = "<bytes>") -> DDSImage:
         name = f"unknown pixel format flags 0x{pf_flags:X}"
     if name in UNCOMPRESSED:
         if bit_count not in (8, 16, 24, 32):
-            raise reader.error(f"unsupported bits per texel {bit_count}", 88)
+            raise reader.error(f"unsupported bits per texel {bit_count}", BIT_COUNT_OFFSET)
         if name in ("RGB", "L"):
             masks = (*masks[:3], 0)
     image = DDSImage(

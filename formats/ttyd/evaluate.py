@@ -27,7 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..curves import euler_to_matrix
 from ..errors import FormatError
+from ..scene import world_from_local
 from .model import DELTA_TABLES, NODE_FLOATS, AnimationData, Model, group_parents, running_indices
 
 FPS = 60.0
@@ -66,7 +68,8 @@ def hermite_weights(u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 class Evaluator:
     """Per-keyframe sums of one animation's deltas, kept only for the entries the deltas touch."""
 
-    def __init__(self, model: Model, anim: AnimationData, filename: str = "<model>"):
+    def __init__(self, model: Model, anim: AnimationData, filename: str = "<model>", offset: int = 0):
+        """``filename`` and ``offset`` (of the animation's data in the file) name the animation in errors."""
         self.model, self.anim = model, anim
         keys = anim.keyframes
         self.times = keys["time"].astype(np.float64)
@@ -77,7 +80,9 @@ class Evaluator:
             touched += len(np.unique(index))
         if count * touched > EVALUATION_BUDGET:
             raise FormatError(
-                filename, 0, f"animation of {count} keyframes × {touched} targets is too large to evaluate"
+                filename,
+                offset,
+                f"animation of {count} keyframes × {touched} targets is too large to evaluate",
             )
 
         self.position_index, self.position_steps = self._vertex_deltas(keys, "position", anim.position_deltas)
@@ -232,14 +237,11 @@ def _scaling(v: np.ndarray) -> np.ndarray:
 
 def euler_zyx(degrees: np.ndarray) -> np.ndarray:
     """(…, 4, 4) Rz · Ry · Rx of (…, 3) angles in degrees (X applied first)."""
-    x, y, z = np.moveaxis(np.radians(degrees), -1, 0)
-    cx, sx, cy, sy, cz, sz = np.cos(x), np.sin(x), np.cos(y), np.sin(y), np.cos(z), np.sin(z)
-    m = np.zeros(degrees.shape[:-1] + (4, 4))
-    m[..., 0, 0], m[..., 0, 1], m[..., 0, 2] = cy * cz, sx * sy * cz - cx * sz, cx * sy * cz + sx * sz
-    m[..., 1, 0], m[..., 1, 1], m[..., 1, 2] = cy * sz, sx * sy * sz + cx * cz, cx * sy * sz - sx * cz
-    m[..., 2, 0], m[..., 2, 1], m[..., 2, 2] = -sy, sx * cy, cx * cy
-    m[..., 3, 3] = 1.0
-    return m
+    degrees = np.asarray(degrees, np.float64)
+    m = np.zeros((degrees[..., 0].size, 4, 4))
+    m[:, :3, :3] = euler_to_matrix(np.radians(degrees).reshape(-1, 3))
+    m[:, 3, 3] = 1.0
+    return m.reshape(degrees.shape[:-1] + (4, 4))
 
 
 def node_matrix(node: np.ndarray, parent_scale: np.ndarray | None = None) -> np.ndarray:
@@ -275,22 +277,7 @@ def local_matrices(model: Model, node_floats: np.ndarray, parents: np.ndarray | 
 def world_matrices(model: Model, node_floats: np.ndarray, parents: np.ndarray | None = None) -> np.ndarray:
     """(…, G, 4, 4) model-space matrices: parent world · local, down the group tree."""
     parents = group_parents(model.groups) if parents is None else parents
-    local = local_matrices(model, node_floats, parents)
-    world = local.copy()
-    for g in tree_order(parents):
-        if parents[g] >= 0:
-            world[..., g, :, :] = world[..., parents[g], :, :] @ local[..., g, :, :]
-    return world
-
-
-def tree_order(parents: np.ndarray) -> list[int]:
-    """Group indices with every parent before its children (file order otherwise)."""
-    order, placed = [], np.zeros(len(parents), bool)
-    while not placed.all():
-        ready = ~placed & ((parents < 0) | placed[np.maximum(parents, 0)])
-        order += np.flatnonzero(ready).tolist()
-        placed |= ready
-    return order
+    return world_from_local(local_matrices(model, node_floats, parents), parents)
 
 
 def texcoord_matrix(translate, scale, rotate_degrees) -> np.ndarray:

@@ -11,8 +11,8 @@ import struct
 
 import numpy as np
 
+from ..scene import tree_order
 from . import model as fmt
-from .evaluate import tree_order
 
 DISPLAY_MODES = {0: "alpha-tested", 1: "opaque", 2: "alpha-tested (translucent pass)", 3: "alpha-blended"}
 CULL_MODES = {0: "back", 1: "front", 2: "all", 3: "none"}

@@ -444,13 +444,17 @@ def subshape_corner_indices(
 
 
 def group_parents(groups: np.ndarray, filename: str = "<model>", offset: int = 0) -> np.ndarray:
-    """Parent of every group from the child/sibling links; raises on bad links, shared children, cycles."""
+    """Parent of every group from the child/sibling links; raises on bad links, shared children, cycles.
+
+    ``offset``: where the group table starts in the file, for the errors."""
     count = len(groups)
     parents = np.full(count, -1, np.int64)
     claimed = np.zeros(count, bool)
-    links = np.concatenate([groups["next"], groups["child"]])
-    if len(links) and ((links < -1) | (links >= count)).any():
-        raise FormatError(filename, offset, f"group link outside the {count} groups")
+    for key in ("next", "child"):
+        bad = np.flatnonzero((groups[key] < -1) | (groups[key] >= count))
+        if len(bad):
+            at = _field_offset(offset, int(bad[0]), key)
+            raise FormatError(filename, at, f"group {key} link outside the {count} groups")
     for g in range(count):
         child = int(groups["child"][g])
         while child >= 0:
@@ -475,6 +479,11 @@ def group_parents(groups: np.ndarray, filename: str = "<model>", offset: int = 0
     return parents
 
 
+def _field_offset(table_offset: int, g: int, key: str) -> int:
+    """File offset of field ``key`` of group record ``g``."""
+    return table_offset + g * GROUP_DTYPE.itemsize + GROUP_DTYPE.fields[key][1]
+
+
 def running_indices(
     keyframes: np.ndarray, kind: str, steps: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -493,22 +502,31 @@ def running_indices(
 
 def validate(model: Model, filename: str = "<model>") -> None:
     """Every cross-reference in range, the group tree acyclic; raises FormatError otherwise."""
+    _validate_shapes(model, filename)
+    _validate_subshapes(model, filename)
+    _validate_groups(model, filename)
+    for i, animation in enumerate(model.animations):
+        if animation.data is not None:
+            validate_animation(model, animation, filename, animation_offset(model, i))
+
+
+def animation_offset(model: Model, entry: int) -> int:
+    """File offset of animation entry ``entry``'s data (0 for a model built in memory)."""
+    layout = model.layout
+    return (
+        layout.animation_offsets[entry] if layout is not None and entry < len(layout.animation_offsets) else 0
+    )
+
+
+def _validate_shapes(model: Model, filename: str) -> None:
     shapes = model.shapes
-    _check_ranges(
-        filename,
-        model,
-        SHAPES,
-        shapes["position_first"],
-        shapes["position_count"],
-        len(model.positions),
-        "positions",
-    )
-    _check_ranges(
-        filename, model, SHAPES, shapes["normal_first"], shapes["normal_count"], len(model.normals), "normals"
-    )
-    _check_ranges(
-        filename, model, SHAPES, shapes["color_first"], shapes["color_count"], len(model.colors), "colours"
-    )
+    pools = [
+        ("position", len(model.positions), "positions"),
+        ("normal", len(model.normals), "normals"),
+        ("color", len(model.colors), "colours"),
+    ]
+    for key, limit, what in pools:
+        _check_ranges(filename, model, SHAPES, shapes[f"{key}_first"], shapes[f"{key}_count"], limit, what)
     for j in range(TEXCOORD_ARRAYS):
         ranges = shapes["texcoord_ranges"][:, j]
         _check_ranges(
@@ -524,6 +542,8 @@ def validate(model: Model, filename: str = "<model>") -> None:
         "subshapes",
     )
 
+
+def _validate_subshapes(model: Model, filename: str) -> None:
     sub = model.subshapes
     block = BLOCK_INDEX["subshapes"]
     _check_ranges(
@@ -547,29 +567,32 @@ def validate(model: Model, filename: str = "<model>") -> None:
             _offset(model, BLOCK_INDEX["samplers"], 0),
             "fewer texture-coordinate transforms than samplers",
         )
-    for shape in shapes:
+    for shape in model.shapes:
         first = int(shape["subshape_first"])
         for i in range(first, first + int(shape["subshape_count"])):
             subshape_corner_indices(model, shape, sub[i], filename, _offset(model, block, i))
 
+
+def _validate_groups(model: Model, filename: str) -> None:
     groups = model.groups
     groups_at = _offset(model, BLOCK_INDEX["groups"], 0)
     group_parents(groups, filename, groups_at)
-    for key, limit in (("shape", len(shapes)), ("visibility", len(model.visibility))):
+    limits = {
+        "shape": (-1, len(model.shapes)),
+        "visibility": (0, len(model.visibility)),
+        "node": (0, len(model.node_floats) - NODE_FLOATS + 1),
+    }
+    for key, (low, limit) in limits.items():
         values = groups[key].astype(np.int64)
-        low = -1 if key == "shape" else 0
-        if ((values < low) | (values >= limit)).any():
-            raise FormatError(filename, groups_at, f"group {key} index outside its table of {limit}")
-    nodes = groups["node"].astype(np.int64)
-    if ((nodes < 0) | (nodes + NODE_FLOATS > len(model.node_floats))).any():
-        raise FormatError(
-            filename, groups_at, f"group node index outside the {len(model.node_floats)} node floats"
-        )
-
-    for i, animation in enumerate(model.animations):
-        if animation.data is not None:
-            offset = model.layout.animation_offsets[i] if model.layout is not None else 0
-            validate_animation(model, animation, filename, offset)
+        bad = np.flatnonzero((values < low) | (values >= limit))
+        if not len(bad):
+            continue
+        at = _field_offset(groups_at, int(bad[0]), key)
+        if key == "node":
+            raise FormatError(
+                filename, at, f"group node index outside the {len(model.node_floats)} node floats"
+            )
+        raise FormatError(filename, at, f"group {key} index outside its table of {limit}")
 
 
 def validate_animation(
@@ -598,15 +621,22 @@ def validate_animation(
 # -- writing -----------------------------------------------------------------------
 
 
-def _block_bytes(table: np.ndarray) -> bytes:
+def table_bytes(table: np.ndarray) -> bytes:
+    """A table's records as the file stores them (big-endian)."""
     return np.ascontiguousarray(table, with_endian(table.dtype, ENDIAN)).tobytes()
+
+
+def table_from_bytes(raw: bytes, dtype: np.dtype, components: int = 1) -> np.ndarray:
+    """The table ``table_bytes`` gave these bytes for (native byte order, (N, k) when components > 1)."""
+    values = np.frombuffer(raw, with_endian(np.dtype(dtype), ENDIAN)).astype(dtype)
+    return values.reshape(-1, components) if components > 1 else values
 
 
 def _entry_table(model: Model, offsets: list[int]) -> bytes:
     entries = np.zeros(len(model.animations), ENTRY_DTYPE)
     entries["name"] = [a.name for a in model.animations]
     entries["data_offset"] = offsets
-    return _block_bytes(entries)
+    return table_bytes(entries)
 
 
 def _animation_tables(anim: AnimationData) -> list[np.ndarray]:
@@ -675,7 +705,7 @@ def _write_in_place(model: Model) -> bytes:
 
     put(0, _header(model, layout.data_area, layout.offsets))
     for i, (name, _, _) in enumerate(BLOCKS):
-        put(layout.offsets[i], _block_bytes(model.block(name)))
+        put(layout.offsets[i], table_bytes(model.block(name)))
     put(layout.offsets[ENTRIES_BLOCK], _entry_table(model, layout.animation_offsets))
     with_data = [
         (a, o) for a, o in zip(model.animations, layout.animation_offsets, strict=True) if a.data is not None
@@ -685,7 +715,7 @@ def _write_in_place(model: Model) -> bytes:
     ):
         put(start, _animation_header(animation.data, size, relative))
         for rel, table in zip(relative, _animation_tables(animation.data), strict=True):
-            put(start + rel, _block_bytes(table))
+            put(start + rel, table_bytes(table))
     return bytes(buf)
 
 
@@ -696,7 +726,7 @@ def _write_packed(model: Model) -> bytes:
     for name, _, _ in BLOCKS:
         body.align(ALIGNMENT)
         offsets.append(body.pos)
-        body.bytes(_block_bytes(model.block(name)))
+        body.bytes(table_bytes(model.block(name)))
     body.align(ALIGNMENT)
     offsets.append(body.pos)
     entries_at = body.pos
@@ -717,7 +747,7 @@ def _write_packed(model: Model) -> bytes:
         for table in _animation_tables(animation.data):
             chunk.align(ALIGNMENT)
             relative.append(chunk.pos)
-            chunk.bytes(_block_bytes(table))
+            chunk.bytes(table_bytes(table))
         chunk.align(ALIGNMENT)
         chunk.buf[:ANIMATION_HEADER_SIZE] = _animation_header(animation.data, chunk.pos, relative)
         body.bytes(chunk.getvalue())

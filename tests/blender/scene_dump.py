@@ -76,7 +76,7 @@ def canonical(value, key: str = ""):
     text, or base64 ``source_bytes``) become "bytes:<hex>", numbers written as "0x…" text ints."""
     value = props.to_python(value)
     if isinstance(value, (bytes, bytearray)):
-        return "bytes:" + bytes(value).hex()
+        return "bytes:" + bytes(value).hex() if value else ""  # as empty hex text shows
     if isinstance(value, str):
         if key == "source_bytes":
             return "bytes:" + base64.b64decode(value).hex()

@@ -206,3 +206,13 @@ def test_edits_export_as_valid_files(imported):
 def test_export_without_an_armature_is_an_error(empty_scene):
     with pytest.raises(RuntimeError, match="armature"):
         bpy.ops.export_scene.ttyd_model(filepath="/nonexistent/c_test")
+
+
+def test_group_with_a_zero_scale_imports_and_exports_unchanged(empty_scene, tmp_path):
+    model = fmt.read(F.build())
+    model.node_floats[0 + 3 : 0 + 6] = 0.0  # the root collapses everything below it
+    (tmp_path / "c_test").write_bytes(fmt.write(model))
+    assert bpy.ops.import_scene.ttyd_model(filepath=str(tmp_path / "c_test")) == {"FINISHED"}
+    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    out = export(tmp_path, armature)
+    assert (out / "c_test").read_bytes() == (tmp_path / "c_test").read_bytes()

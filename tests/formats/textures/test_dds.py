@@ -171,3 +171,12 @@ def test_unsupported_formats():
         image.decode()
     with pytest.raises(FormatError, match="bits per texel"):
         dds.read(header(1, 1, pf_flags=dds.DDPF_RGB, bits=12) + bytes(2))
+
+
+def test_masks_that_are_not_one_run_of_bits_are_a_format_error():
+    data = header(1, 1, pf_flags=dds.DDPF_RGB, bits=16, masks=(0x001F, 0x0505, 0x7C00, 0)) + bytes(2)
+    image = dds.read(data, "odd.dds")
+    assert dds.write(image) == data
+    with pytest.raises(FormatError, match="G mask 0x00000505 is not one run of bits") as error:
+        image.decode()
+    assert (error.value.filename, error.value.offset) == ("odd.dds", dds.MASKS_OFFSET + 4)

@@ -7,13 +7,14 @@ import pytest
 import ttyd_fixtures as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from retro_models.formats.errors import FormatError
+from retro_models.formats import extras as extras_codec
+from retro_models.formats.errors import ExportError, FormatError
 from retro_models.formats.scene import axis_matrix, compose
 from retro_models.formats.textures import gx
 from retro_models.formats.textures import tpl as tpl_format
-from retro_models.formats.ttyd import convert
+from retro_models.formats.ttyd import convert, evaluate
 from retro_models.formats.ttyd import model as fmt
-from retro_models.formats.ttyd.evaluate import Evaluator, local_matrices
+from retro_models.formats.ttyd.evaluate import Evaluator, local_matrices, world_matrices
 
 
 @pytest.fixture(scope="module")
@@ -183,6 +184,31 @@ def test_round_trip_is_byte_exact(data, scene):
     model, tpl = convert.from_scene(scene)
     assert tpl is None
     assert fmt.write(model) == data
+
+
+def test_format_only_fields_are_plain_bytes(model, scene):
+    kept = scene.extras["ttyd"]
+    assert (kept["name"], kept["texture_name"]) == (b"c_test", b"c_test_tex")
+    assert kept["tables"]["positions"] == fmt.table_bytes(model.positions)
+    assert kept["layout"]["fill_bytes"] == [raw for _, raw in model.layout.fill]
+    assert scene.skeletons[0].bone_extras[0]["name"] == b"root" and scene.meshes[0].extras["name"] == b"body"
+    walk = next(a for a in scene.animations if a.name == "walk")
+    assert walk.extras["tables"]["unknown_records"] == bytes(range(1, 9))
+
+
+def test_round_trip_through_the_extras_codec_is_byte_exact(data):
+    raw, tpl = make_tpl()
+    tpl.images.append(tpl_format.image_from_pixels(np.full((8, 8, 4), 90, np.uint8), gx.C8))
+    raw = tpl_format.write(tpl)
+    tpl = tpl_format.read(raw)
+    scene = convert.to_scene(fmt.read(data), tpl)
+    through = lambda extras: extras_codec.decode(extras_codec.encode(extras))  # noqa: E731
+    scene.extras = through(scene.extras)
+    for item in scene.meshes + scene.materials + scene.images + scene.animations:
+        item.extras = through(item.extras)
+    scene.skeletons[0].bone_extras = [through(e) for e in scene.skeletons[0].bone_extras]
+    model, tpl_back = convert.from_scene(scene)
+    assert fmt.write(model) == data and tpl_format.write(tpl_back) == raw
 
 
 def perturb(scene, amount=1e-6):
@@ -370,3 +396,54 @@ def test_baked_channels_are_encoded_again(model):
         *(ch[("bone", "body", p, None)].values for p in ("location", "rotation_quaternion", "scale"))
     )
     np.testing.assert_allclose(got, want, atol=0.05)  # node values are stored in 1/16 steps
+
+
+# -- odd but readable models --------------------------------------------------------
+
+
+def test_errors_found_while_converting_name_the_file_and_offset(model, monkeypatch):
+    model.shapes["position_count"] = 9  # changed after reading: the converter checks again
+    with pytest.raises(FormatError, match="positions") as error:
+        convert.to_scene(model, filename="c_test")
+    assert (error.value.filename, error.value.offset) == ("c_test", model.layout.offsets[0])
+    model.shapes["position_count"] = 4
+    monkeypatch.setattr(evaluate, "EVALUATION_BUDGET", 1)
+    with pytest.raises(FormatError, match="too large") as error:
+        convert.to_scene(model, filename="c_test")
+    assert (error.value.filename, error.value.offset) == ("c_test", model.layout.animation_offsets[0])
+
+
+def test_texture_transform_without_a_sampler_is_animated_without_channels(data, model):
+    model.texcoord_transforms = np.concatenate([model.texcoord_transforms] * 2)
+    model.animations[0].data.texture_deltas["step"][0] = 1  # the delta moves transform 1: no sampler uses it
+    raw = fmt.write(model)
+    scene = convert.to_scene(fmt.read(raw))
+    assert not any(c.target_kind == "material" for c in scene.animations[0].channels)
+    assert fmt.write(convert.from_scene(scene)[0]) == raw
+
+
+@pytest.mark.parametrize("value", [0.0, np.nan, np.inf])
+@pytest.mark.parametrize("node", [0, 24], ids=["root", "body"])
+def test_collapsed_or_broken_groups_get_rests_a_bone_can_hold(data, model, node, value):
+    model.node_floats[node + 3 : node + 6] = value  # the group's scale
+    raw = fmt.write(model)
+    with np.errstate(all="ignore"):
+        scene = convert.to_scene(fmt.read(raw))
+        back, _ = convert.from_scene(scene)
+    (skeleton,) = scene.skeletons
+    assert np.isfinite(skeleton.rest).all() and np.isfinite(skeleton.local_rest()).all()
+    with np.errstate(all="ignore"):
+        world = convert.default_axis() @ world_matrices(model, model.node_floats)[0]
+        expected = model.positions @ world[:3, :3].T + world[:3, 3]
+    np.testing.assert_array_equal(scene.meshes[0].positions, expected.astype(np.float32))  # as the game draws
+    assert fmt.write(back) == raw
+
+
+def test_kept_tables_that_do_not_fit_are_an_export_error(model, scene):
+    groups = model.groups.copy()
+    groups["child"][1] = 5
+    scene.extras["ttyd"]["tables"]["groups"] = fmt.table_bytes(groups)
+    with pytest.raises(
+        ExportError, match="c_test: the model it makes is not valid: group child link outside"
+    ):
+        convert.from_scene(scene)

@@ -239,6 +239,19 @@ def test_group_cycles_and_bad_links(data):
         fmt.read(patched(data, group_offset(data, 0, 0x48), "i", 3), "shape")
 
 
+def test_group_errors_name_the_offset_of_the_bad_field(data):
+    cases = [
+        (0x44, 7, "child link"),
+        (0x50, 40, "node index"),
+        (0x48, 3, "shape index"),
+        (0x4C, 9, "visibility"),
+    ]
+    for field, value, problem in cases:
+        with pytest.raises(FormatError, match=problem) as error:
+            fmt.read(patched(data, group_offset(data, 0, field), "i", value), "c_test")
+        assert (error.value.filename, error.value.offset) == ("c_test", group_offset(data, 0, field))
+
+
 def test_bad_geometry_references(data):
     counts, offsets = F.offsets_of(data)
     with pytest.raises(FormatError, match="positions"):

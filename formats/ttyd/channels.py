@@ -1,0 +1,294 @@
+"""A file animation → scene channels and shape keys (fps 60, one animation per entry).
+
+- node floats → bone channels. When a node has no centres, no compensation, and uses only
+  one of its two rotations, each animated float is its own channel component (``index``)
+  with Bézier handles a third of each segment away along the game's tangents, which
+  reproduces the Hermite curve exactly; otherwise (and for root bones, which carry the axis
+  conversion) the local matrices are baked at every frame and keyframe time into
+  ``location``, ``rotation_quaternion`` and ``scale`` (LINEAR).
+- position deltas → one shape key per keyframe ("<animation>.<keyframe>", relative to the
+  basis) with a LINEAR weight 0 → 1 over that keyframe's segment (CONSTANT for the first
+  keyframe).
+- texture-transform deltas → material channels ``texture.<slot>.translate`` (K, 2: the
+  Mapping location, ``mapping_location`` of the file's translation and the sampler's scale
+  and rotation) and ``texture.<slot>.image_index`` (K, 1, the scene image shown), both
+  CONSTANT.
+- visibility → object channels ``hide`` (1 hidden) on the meshes below the group, CONSTANT.
+
+Entries without data are kept as empty animations. Normal deltas and the 8-byte records
+have no Scene counterpart: they travel with the animation's tables in its extras.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..scene import Animation, Channel, ShapeKey
+from . import model as fmt
+from .evaluate import FPS, Evaluator, node_matrix
+from .images import texture_image
+from .materials import mapping_location
+from .matrices import apply, decompose
+from .model import NODE_FLOATS, AnimationData
+from .skeleton import chain, shape_matrix
+from .tables import animation_extras
+
+ROTATION_A, ROTATION_B = slice(6, 9), slice(9, 12)
+PIVOTS = slice(12, 24)
+MAX_BAKED_FRAMES = 100_000
+
+
+def scene_animation(
+    model, scene, a, animation, name, axis, world, parents, bone_of, image_of, filename="<model>"
+) -> tuple[Animation, list]:
+    """The scene animation of entry ``a`` and its shape keys as (mesh index, ShapeKey) pairs;
+    ``filename`` names the model in errors."""
+    extras = {"entry": a, "name": animation.name, "label": name}
+    anim = animation.data
+    if anim is None:
+        extras["data"] = False
+        return Animation(name, fps=FPS, extras=extras), []
+    extras.update(animation_extras(anim))
+    result = Animation(
+        name,
+        fps=FPS,
+        frame_start=anim.start,
+        frame_end=anim.end,
+        loop=anim.loop,
+        skeleton=0 if scene.skeletons else None,
+        extras=extras,
+    )
+    if not len(anim.keyframes):
+        return result, []
+    evaluator = Evaluator(model, anim, filename, fmt.animation_offset(model, a))
+    shape_keys, channels = _shape_keys(model, scene, evaluator, name, axis, world)
+    result.channels += _node_channels(model, scene, evaluator, axis, parents, bone_of)
+    result.channels += channels
+    result.channels += _texture_channels(model, scene, evaluator, image_of)
+    result.channels += _visibility_channels(model, scene, evaluator, parents)
+    return result, shape_keys
+
+
+def _step_times(evaluator: Evaluator, changed: np.ndarray) -> np.ndarray:
+    """The start and the times of the keyframes flagged in ``changed`` (K,), clamped to the start."""
+    anim = evaluator.anim
+    return np.unique(np.maximum(np.concatenate([[anim.start], evaluator.times[changed]]), anim.start))
+
+
+def _node_direct(model, evaluator, g, parents, touched) -> bool:
+    """Whether group g's animation maps onto per-component channels exactly."""
+    group = model.groups[g]
+    node = int(group["node"])
+    floats = model.node_floats[node : node + NODE_FLOATS]
+    mine = touched[node : node + NODE_FLOATS]
+    uses_a = bool(floats[ROTATION_A].any() or mine[ROTATION_A].any())
+    uses_b = bool(floats[ROTATION_B].any() or mine[ROTATION_B].any())
+    times = evaluator.times
+    steps = evaluator.node_hermite + evaluator.node_linear
+    first_moves = bool(
+        evaluator.columns(evaluator.node_index, steps[:1], np.arange(node, node + NODE_FLOATS)).any()
+    )
+    return (
+        parents[g] >= 0
+        and group["compensate"] == 0
+        and not floats[PIVOTS].any()
+        and not mine[PIVOTS].any()
+        and not (uses_a and uses_b)
+        and bool(np.all(np.diff(times) > 0))
+        and (times[0] <= evaluator.anim.start or not first_moves)
+    )
+
+
+def _node_channels(model, scene, evaluator, axis, parents, bone_of) -> list[Channel]:
+    anim = evaluator.anim
+    _, index, _ = fmt.running_indices(anim.keyframes, "node", anim.node_deltas["step"])
+    touched = np.zeros(len(model.node_floats), bool)
+    touched[index] = True
+    if not touched.any() or not scene.skeletons:
+        return []
+    bones = scene.skeletons[0].bone_names
+    channels, baked = [], []
+    for g, group in enumerate(model.groups):
+        node = int(group["node"])
+        moved = touched[node : node + NODE_FLOATS].any()
+        parent = int(parents[g])
+        if parent >= 0 and group["compensate"]:
+            parent_node = int(model.groups["node"][parent])
+            moved = moved or touched[parent_node + 3 : parent_node + 6].any()
+        if not moved:
+            continue
+        if _node_direct(model, evaluator, g, parents, touched):
+            channels += _direct_channels(model, evaluator, node, touched, bones[bone_of[g]])
+        else:
+            baked.append(g)
+    if baked:
+        channels += _baked_channels(model, evaluator, baked, axis, parents, bones, bone_of)
+    return channels
+
+
+def _direct_channels(model, evaluator, node, touched, bone) -> list[Channel]:
+    floats = model.node_floats[node : node + NODE_FLOATS]
+    doubled = bool(floats[ROTATION_A].any() or touched[node + 6 : node + 9].any())
+    rotation = (6, np.radians(2.0)) if doubled else (9, np.radians(1.0))
+    times = evaluator.times
+    wanted = np.arange(node, node + NODE_FLOATS)
+    hermite, linear, slope_in, slope_out = (
+        evaluator.columns(evaluator.node_index, steps, wanted)
+        for steps in (
+            evaluator.node_hermite,
+            evaluator.node_linear,
+            evaluator.node_slope_in,
+            evaluator.node_slope_out,
+        )
+    )
+    cumulative = np.cumsum(hermite + linear, axis=0)
+    count = len(times)
+    durations = np.diff(times)
+    lengths = np.concatenate([[durations[0] if count > 1 else 1.0], durations])  # segment ending at each key
+    channels = []
+    for path, (first, factor) in (("location", (0, 1.0)), ("rotation_euler", rotation), ("scale", (3, 1.0))):
+        for c in range(3):
+            f = node + first + c
+            if not touched[f]:
+                continue
+            i = f - node
+            values = (model.node_floats[f] + cumulative[:, i]) * factor
+            start_slope = (slope_in[:, i] + linear[:, i] / lengths) * factor
+            end_slope = (slope_out[:, i] + linear[:, i] / lengths) * factor
+            third = lengths / 3.0
+            left = np.stack([times - third, values - end_slope * third], axis=-1)
+            right = np.empty_like(left)
+            right[:-1, 0] = times[:-1] + third[1:]
+            right[:-1, 1] = values[:-1] + start_slope[1:] * third[1:]
+            right[-1] = (times[-1] + third[-1], values[-1])
+            left[0, 1] = values[0]
+            channels.append(
+                Channel(
+                    "bone",
+                    bone,
+                    path,
+                    times.copy(),
+                    values[:, None],
+                    "BEZIER",
+                    left[:, None, :],
+                    right[:, None, :],
+                    extras={"node_float": f},
+                    index=c,
+                )
+            )
+    return channels
+
+
+def bake_times(anim: AnimationData, keyframe_times: np.ndarray) -> np.ndarray:
+    """Every whole frame from start to end plus the keyframe times inside (only those for spans of
+    more than MAX_BAKED_FRAMES, which no real animation has)."""
+    span = anim.end - anim.start
+    whole = np.isfinite(span) and 0 <= span <= MAX_BAKED_FRAMES
+    frames = np.arange(np.ceil(anim.start), np.floor(anim.end) + 1.0) if whole else np.zeros(0)
+    inside = keyframe_times[(keyframe_times >= anim.start) & (keyframe_times <= max(anim.end, anim.start))]
+    times = np.union1d(frames, inside)
+    return times if len(times) else np.array([anim.start])
+
+
+def _baked_channels(model, evaluator, groups, axis, parents, bones, bone_of) -> list[Channel]:
+    times = bake_times(evaluator.anim, evaluator.times)
+    channels = []
+    for g in groups:
+        node = int(model.groups["node"][g])
+        floats = evaluator.node_floats(times, np.arange(node, node + NODE_FLOATS))
+        parent_scale = None
+        if model.groups["compensate"][g] and parents[g] >= 0:
+            parent_node = int(model.groups["node"][parents[g]])
+            parent_scale = evaluator.node_floats(times, np.arange(parent_node + 3, parent_node + 6))
+        with np.errstate(all="ignore"):
+            matrices = node_matrix(floats, parent_scale)
+        if parents[g] < 0:
+            matrices = axis @ matrices
+        location, rotation, scale = decompose(matrices)
+        bone = bones[bone_of[g]]
+        for path, values in (("location", location), ("rotation_quaternion", rotation), ("scale", scale)):
+            channels.append(
+                Channel("bone", bone, path, times.copy(), values, "LINEAR", extras={"baked": True})
+            )
+    return channels
+
+
+def _shape_keys(model, scene, evaluator, name, axis, world) -> tuple[list, list[Channel]]:
+    if not evaluator.position_steps.any():
+        return [], []
+    anim = evaluator.anim
+    times = evaluator.times
+    keys, channels = [], []
+    for m, mesh in enumerate(scene.meshes):
+        s = mesh.extras["shape"]
+        shape = model.shapes[s]
+        first, count = int(shape["position_first"]), int(shape["position_count"])
+        matrix = shape_matrix(axis, world, mesh.extras["group"])
+        local = model.positions[first : first + count].astype(np.float64)
+        steps = evaluator.columns(
+            evaluator.position_index, evaluator.position_steps, np.arange(first, first + count)
+        )
+        for k in np.flatnonzero(steps.any(axis=(1, 2))):
+            key = f"{name}.{k}"
+            positions = apply(matrix, local + steps[k]).astype(np.float32)
+            keys.append((m, ShapeKey(key, positions, extras={"animation": name, "keyframe": int(k)})))
+            if k == 0:
+                key_times = (
+                    np.array([times[0]]) if times[0] <= anim.start else np.array([anim.start, times[0]])
+                )
+                values = np.ones(1) if times[0] <= anim.start else np.array([0.0, 1.0])
+                interpolation = "CONSTANT"
+            else:
+                key_times, values, interpolation = times[k - 1 : k + 1].copy(), np.array([0.0, 1.0]), "LINEAR"
+            channels.append(Channel("shape_key", mesh.name, key, key_times, values[:, None], interpolation))
+    return keys, channels
+
+
+def _texture_channels(model, scene, evaluator, image_of) -> list[Channel]:
+    changed = (evaluator.frame_steps != 0) | (evaluator.translate_steps != 0).any(axis=2)  # (K, touched)
+    if not changed.any():
+        return []
+    channels = []
+    for column in np.flatnonzero(changed.any(axis=0)):
+        x = int(evaluator.texture_index[column])
+        if x >= len(model.samplers):  # a transform no sampler uses: nothing the game draws moves
+            continue
+        times = _step_times(evaluator, changed[:, column])
+        pose = evaluator.at(times)
+        transform = model.texcoord_transforms[x]
+        translate = mapping_location(pose.translate[:, x], transform["scale"], transform["rotate"])
+        tpl_images = [texture_image(model, x, o) for o in pose.frame_offsets[:, x]]
+        images = image_of(np.array(tpl_images, np.int64)).astype(np.float64)
+        for material in scene.materials:
+            for slot in material.textures:
+                if slot.extras["sampler"] != x:
+                    continue
+                j = slot.extras["slot"]
+                for path, values in (("translate", translate), ("image_index", images[:, None])):
+                    channels.append(
+                        Channel(
+                            "material", material.name, f"texture.{j}.{path}", times.copy(), values, "CONSTANT"
+                        )
+                    )
+    return channels
+
+
+def _visibility_channels(model, scene, evaluator, parents) -> list[Channel]:
+    changed = evaluator.visibility_sets != 0
+    if not changed.any():
+        return []
+    times = _step_times(evaluator, changed.any(axis=1))
+    visible = evaluator.at(times).visibility
+    touched = np.zeros(len(model.visibility), bool)
+    touched[evaluator.visibility_index[changed.any(axis=0)]] = True
+    channels = []
+    for mesh in scene.meshes:
+        g = mesh.extras["group"]
+        if g < 0:
+            continue
+        groups = model.groups["visibility"][chain(parents, g)]
+        if not touched[groups].any():
+            continue
+        hidden = (~visible[:, groups]).any(axis=1).astype(np.float64)
+        channels.append(Channel("object", mesh.name, "hide", times.copy(), hidden[:, None], "CONSTANT"))
+    return channels

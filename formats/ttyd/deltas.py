@@ -1,0 +1,396 @@
+"""Scene animations → the file's delta tables.
+
+An animation whose channels still show what its kept tables encode is written from them
+unchanged; an edited one is encoded again from its channels at every key time, quantised
+to the file's 1/16 steps: node floats with Hermite tangents from the channels' slopes,
+vertex offsets from the shape keys' weights, texture translations and swaps, visibility.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..curves import sample
+from ..errors import ExportError
+from ..scene import Channel, compose, matrix_to_quat
+from . import model as fmt
+from .channels import scene_animation
+from .evaluate import euler_zyx, local_matrices
+from .images import append_texture, image_lookup, tpl_index_of
+from .kept import all_close, raw_name
+from .materials import file_translate
+from .matrices import apply, decompose, inverse
+from .model import NODE_FLOATS, AnimationData
+from .skeleton import drawing_group, node_floats_from_matrix, shape_matrix
+from .tables import stored_animation
+
+ELEMENT_PATHS = {"location": 0, "scale": 3}  # first node float of per-component channels
+
+
+def sample_channel(channel: Channel, times: np.ndarray) -> np.ndarray:
+    """(T, C) values of a channel at ``times`` as Blender plays them (constant outside its keys)."""
+    count = len(channel.times)
+    values = np.asarray(channel.values, np.float64).reshape(count, -1)
+    left, right = (
+        None if handles is None else np.asarray(handles, np.float64).reshape(count, -1, 2)
+        for handles in (channel.handles_left, channel.handles_right)
+    )
+    return sample(channel.times, values, channel.interpolation, left, right, times)
+
+
+def animations_from_scene(model, scene, axis, parents, world, group_of_bone, rebuilt, mapping) -> None:
+    """The model's animation entries in their kept order: kept tables while the scene still shows them,
+    else encoded again (always after the geometry was rebuilt)."""
+    order = sorted(
+        range(len(scene.animations)), key=lambda i: scene.animations[i].extras.get("entry", 1 << 30)
+    )
+    bone_of = np.full(len(model.groups), -1, np.int64)
+    bone_of[group_of_bone] = np.arange(len(group_of_bone))
+    model.animations = []
+    for i in order:
+        animation = scene.animations[i]
+        extras = animation.extras
+        name = raw_name(animation.name, extras)
+        if extras.get("data") is False and not animation.channels:
+            model.animations.append(fmt.Animation(name, None))
+            continue
+        stored = stored_animation(extras)
+        entry = fmt.Animation(name, stored)
+        if (
+            stored is None
+            or rebuilt
+            or not _matches(model, scene, entry, animation, axis, world, parents, bone_of)
+        ):
+            entry.data = _encode_animation(
+                model, scene, animation, stored, axis, world, parents, group_of_bone, *mapping
+            )
+        model.animations.append(entry)
+
+
+def _matches(model, scene, entry, animation, axis, world, parents, bone_of) -> bool:
+    """Whether the scene animation still shows exactly what the kept tables encode."""
+    anim = entry.data
+    try:
+        fmt.validate_animation(model, entry)
+    except ValueError:
+        return False
+    if (animation.loop, animation.frame_start, animation.frame_end) != (anim.loop, anim.start, anim.end):
+        if not (
+            animation.loop == anim.loop
+            and all_close([animation.frame_start, animation.frame_end], [anim.start, anim.end])
+        ):
+            return False
+    expected, keys = scene_animation(
+        model, scene, 0, entry, animation.name, axis, world, parents, bone_of, image_lookup(scene)
+    )
+
+    def keyed(channels):
+        return {(c.target_kind, c.target, c.path, c.index): c for c in channels}
+
+    got, want = keyed(animation.channels), keyed(expected.channels)
+    if got.keys() != want.keys():
+        return False
+    for key, channel in want.items():
+        other = got[key]
+        if other.interpolation != channel.interpolation or not all(
+            all_close(getattr(other, f), getattr(channel, f))
+            for f in ("times", "values", "handles_left", "handles_right")
+        ):
+            return False
+    for m, key in keys:
+        found = [k for k in scene.meshes[m].shape_keys if k.name == key.name]
+        if not found or not all_close(found[0].positions, key.positions):
+            return False
+    return True
+
+
+def _pack(kf: np.ndarray, index: np.ndarray, values: np.ndarray, count: int) -> tuple[np.ndarray, ...]:
+    """Delta entries sorted by (keyframe, index) as (keyframe first, keyframe count, steps, values, keyframe).
+
+    ``values`` (N, C) int may exceed the signed byte: such entries become several with step 0
+    (the first carries everything else the caller attaches). Gaps above 255 get zero entries.
+    """
+    if not len(kf):
+        empty = np.zeros(0, np.int64)
+        return (
+            np.zeros(count, np.int64),
+            np.zeros(count, np.int64),
+            empty,
+            np.zeros((0, values.shape[1]), np.int64),
+            empty,
+        )
+    order = np.lexsort((index, kf))
+    kf, index, values = kf[order], index[order], values[order]
+    parts = np.maximum(1, -(-np.abs(values).max(axis=1, initial=0) // 127))
+    row = np.repeat(np.arange(len(kf)), parts)
+    within = np.arange(len(row)) - np.repeat(np.cumsum(parts) - parts, parts)
+    remaining = np.abs(values[row]) - 127 * within[:, None]
+    split = np.sign(values[row]) * np.clip(remaining, 0, 127)
+    kf, index, first_part = kf[row], index[row], within == 0
+    previous = np.concatenate([[0], index[:-1]])
+    new_keyframe = np.concatenate([[True], kf[1:] != kf[:-1]])
+    step = index - np.where(new_keyframe, 0, previous)
+    fillers = np.maximum(0, (step - 1) // 255)
+    total = fillers + 1
+    out_row = np.repeat(np.arange(len(kf)), total)
+    position = np.arange(len(out_row)) - np.repeat(np.cumsum(total) - total, total)
+    is_entry = position == fillers[out_row]
+    steps = np.where(is_entry, step[out_row] - 255 * fillers[out_row], 255)
+    out_values = np.where(is_entry[:, None], split[out_row], 0)
+    out_kf = kf[out_row]
+    counts = np.bincount(out_kf, minlength=count) if len(out_kf) else np.zeros(count, np.int64)
+    firsts = np.cumsum(counts) - counts
+    source = np.where(is_entry & first_part[out_row], order[row][out_row], -1)
+    return firsts, counts, steps, out_values, source
+
+
+def _slopes(channel: Channel, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Slopes (value per frame) of a channel at the start and the end of each segment ending at a time."""
+    lengths = np.diff(times, prepend=times[0] - 1.0)
+    eps = np.maximum(lengths * 1e-3, 1e-6)
+    previous = np.concatenate([[times[0] - 1.0], times[:-1]])
+    start = (sample_channel(channel, previous + eps)[:, 0] - sample_channel(channel, previous)[:, 0]) / eps
+    end = (sample_channel(channel, times)[:, 0] - sample_channel(channel, times - eps)[:, 0]) / eps
+    return start, end
+
+
+def _encode_animation(
+    model, scene, animation, stored, axis, world, parents, group_of_bone, slot_samplers, shape_of
+):
+    """Delta tables for a scene animation (values quantised to the file's steps)."""
+    start = float(animation.frame_start)
+    times = np.unique(
+        np.concatenate([[start]] + [np.asarray(c.times, np.float64) for c in animation.channels]).astype(
+            np.float32
+        )
+    ).astype(np.float64)
+    count = len(times)
+    anim = AnimationData(bbox=stored.bbox.copy() if stored is not None else np.zeros(6, np.float32))
+    anim.base = np.array([(int(animation.loop), start, float(animation.frame_end))], fmt.BASE_DTYPE)
+    anim.keyframes = np.zeros(count, fmt.KEYFRAME_DTYPE)
+    anim.keyframes["time"] = times
+    _encode_nodes(model, scene, animation, anim, times, axis, parents, group_of_bone)
+    _encode_vertices(model, scene, animation, anim, times, axis, world, shape_of)
+    _encode_textures(model, scene, animation, anim, times, slot_samplers)
+    _encode_visibility(model, scene, animation, anim, times, shape_of)
+    if stored is not None:
+        anim.unknown_records = stored.unknown_records
+        if np.array_equal(stored.keyframes["time"], anim.keyframes["time"]):
+            anim.normal_deltas = stored.normal_deltas
+            for part in ("first", "count"):
+                anim.keyframes[f"normal_{part}"] = stored.keyframes[f"normal_{part}"]
+    return anim
+
+
+def _store(anim, kind, table, dtype, firsts, counts, steps, fields: dict) -> None:
+    records = np.zeros(len(steps), dtype)
+    records["step"] = steps
+    for key, value in fields.items():
+        records[key] = value
+    setattr(anim, table, records)
+    anim.keyframes[f"{kind}_first"], anim.keyframes[f"{kind}_count"] = firsts, counts
+
+
+class _NodeCurves:
+    """Node float values and slopes at every keyframe time, and the floats that channels drive."""
+
+    def __init__(self, base: np.ndarray, count: int):
+        self.target = np.broadcast_to(base, (count, len(base))).copy()
+        self.start_slope, self.end_slope = np.zeros_like(self.target), np.zeros_like(self.target)
+        self.driven = np.zeros(len(base), bool)
+
+
+def _encode_nodes(model, scene, animation, anim, times, axis, parents, group_of_bone) -> None:
+    if not scene.skeletons:
+        return
+    base = model.node_floats.astype(np.float64)
+    curves = _NodeCurves(base, len(times))
+    whole = _sample_float_channels(model, scene, animation, times, group_of_bone, curves)
+    for g, channels in whole.items():
+        _sample_matrix_channels(model, channels, g, times, axis, parents, curves)
+    quantised = np.round((curves.target - base) * 16).astype(np.int64)
+    delta = np.diff(quantised, axis=0, prepend=np.zeros((1, len(base)), np.int64))
+    tangent_in = np.clip(np.round(np.degrees(np.arctan(curves.start_slope))), -89, 89).astype(np.int64)
+    tangent_out = np.clip(np.round(np.degrees(np.arctan(curves.end_slope))), -89, 89).astype(np.int64)
+    tangent_in[0] = tangent_out[0] = 0  # the first keyframe applies at once
+    used = curves.driven & ((delta != 0) | (tangent_in != 0) | (tangent_out != 0))
+    kf, index = np.nonzero(used)
+    firsts, counts, steps, values, source = _pack(kf, index, delta[kf, index][:, None], len(times))
+    has = source >= 0
+    tin, tout = np.zeros(len(steps), np.int64), np.zeros(len(steps), np.int64)
+    tin[has], tout[has] = (
+        tangent_in[kf[source[has]], index[source[has]]],
+        tangent_out[kf[source[has]], index[source[has]]],
+    )
+    _store(anim, "node", "node_deltas", fmt.NODE_DELTA_DTYPE, firsts, counts, steps,
+           {"value": values[:, 0], "tangent_in": tin, "tangent_out": tout})  # fmt: skip
+
+
+def _sample_float_channels(model, scene, animation, times, group_of_bone, curves: _NodeCurves) -> dict:
+    """Per-component bone channels into the node floats they drive; returns the other bone channels
+    as {group: {path: channel}}."""
+    bones = {name: b for b, name in enumerate(scene.skeletons[0].bone_names)}
+    whole: dict[int, dict[str, Channel]] = {}
+    for channel in animation.channels:
+        b = bones.get(channel.target)
+        if channel.target_kind != "bone" or b is None or b >= len(group_of_bone):
+            continue
+        g = int(group_of_bone[b])
+        node = int(model.groups["node"][g])
+        if channel.index is None:
+            whole.setdefault(g, {})[channel.path] = channel
+            continue
+        if channel.path == "rotation_euler":
+            doubled = bool(model.node_floats[node + 6 : node + 9].any())
+            offset, factor = (6, np.radians(2.0)) if doubled else (9, np.radians(1.0))
+        elif channel.path in ELEMENT_PATHS:
+            offset, factor = ELEMENT_PATHS[channel.path], 1.0
+        else:
+            continue
+        f = node + offset + channel.index
+        curves.target[:, f] = sample_channel(channel, times)[:, 0] / factor
+        slopes = _slopes(channel, times)
+        curves.start_slope[:, f], curves.end_slope[:, f] = slopes[0] / factor, slopes[1] / factor
+        curves.driven[f] = True
+    return whole
+
+
+def _sample_matrix_channels(model, channels, g, times, axis, parents, curves: _NodeCurves) -> None:
+    """Whole-transform channels of group ``g`` (the rest where one is missing) into fresh node floats."""
+    node = int(model.groups["node"][g])
+    rest = local_matrices(model, model.node_floats, parents)[g]
+    location, rotation, scale = decompose(rest)
+    values = {"location": location, "rotation_quaternion": rotation, "scale": scale}
+    if "rotation_euler" in channels:
+        values["rotation_quaternion"] = None
+    sampled = {
+        path: sample_channel(channels[path], times)
+        if path in channels
+        else np.broadcast_to(v, (len(times), len(v)))
+        for path, v in values.items()
+        if v is not None
+    }
+    if "rotation_euler" in channels:
+        rotations = euler_zyx(np.degrees(sample_channel(channels["rotation_euler"], times)))[:, :3, :3]
+        sampled["rotation_quaternion"] = matrix_to_quat(rotations)
+    matrices = compose(sampled["location"], sampled["rotation_quaternion"], sampled["scale"])
+    if parents[g] < 0:
+        matrices = axis.T @ matrices
+    floats = node_floats_from_matrix(matrices).astype(np.float64)
+    curves.target[:, node : node + NODE_FLOATS] = floats
+    secant = np.diff(floats, axis=0, prepend=floats[:1]) / np.diff(times, prepend=times[0] - 1.0)[:, None]
+    curves.start_slope[:, node : node + NODE_FLOATS] = curves.end_slope[:, node : node + NODE_FLOATS] = secant
+    curves.driven[node : node + NODE_FLOATS] = True
+
+
+def _encode_vertices(model, scene, animation, anim, times, axis, world, shape_of) -> None:
+    offsets = np.zeros((len(times), len(model.positions), 3))
+    weights = {(c.target, c.path): c for c in animation.channels if c.target_kind == "shape_key"}
+    for m, mesh in enumerate(scene.meshes):
+        s = shape_of[m]
+        shape = model.shapes[s]
+        first, count = int(shape["position_first"]), int(shape["position_count"])
+        g = drawing_group(model, s)
+        unmatrix = inverse(shape_matrix(axis, world, g))
+        basis = apply(unmatrix, mesh.positions)
+        for key in mesh.shape_keys:
+            channel = weights.get((mesh.name, key.name))
+            if channel is None or len(key.positions) != count:
+                continue
+            weight = sample_channel(channel, times)[:, 0]
+            offsets[:, first : first + count] += weight[:, None, None] * (
+                apply(unmatrix, key.positions) - basis
+            )
+    quantised = np.round(offsets * 16).astype(np.int64)
+    delta = np.diff(quantised, axis=0, prepend=np.zeros((1,) + quantised.shape[1:], np.int64))
+    kf, index = np.nonzero((delta != 0).any(axis=2))
+    firsts, counts, steps, values, _ = _pack(kf, index, delta[kf, index], len(times))
+    _store(
+        anim, "position", "position_deltas", fmt.VERTEX_DELTA_DTYPE, firsts, counts, steps, {"delta": values}
+    )
+
+
+def _encode_textures(model, scene, animation, anim, times, slot_samplers) -> None:
+    materials = {m.name: i for i, m in enumerate(scene.materials)}
+    base = model.texcoord_transforms
+    translate = np.broadcast_to(
+        base["translate"].astype(np.float64), (len(times),) + base["translate"].shape
+    ).copy()
+    frames = np.broadcast_to(base["frame_offset"].astype(np.int64), (len(times), len(base))).copy()
+    for channel in animation.channels:
+        parts = channel.path.split(".")
+        if channel.target_kind != "material" or len(parts) != 3 or parts[0] != "texture":
+            continue
+        sampler = slot_samplers.get(
+            (materials.get(channel.target), int(parts[1]) if parts[1].isdigit() else -1)
+        )
+        if sampler is None:
+            continue
+        values = sample_channel(channel, times)
+        if parts[2] == "translate" and values.shape[1] == 2:
+            translate[:, sampler] = file_translate(values, base["scale"][sampler], base["rotate"][sampler])
+        elif parts[2] == "image_index":
+            frames[:, sampler] = _frame_offsets(
+                model, scene, sampler, np.round(values[:, 0]).astype(np.int64)
+            )
+    previous_t = np.concatenate([base["translate"][None].astype(np.float64), translate[:-1]])
+    previous_f = np.concatenate([base["frame_offset"][None].astype(np.int64), frames[:-1]])
+    d_translate = (translate.astype(np.float32) - previous_t.astype(np.float32)).astype(np.float32)
+    d_frame = (frames - previous_f + 128) % 256 - 128
+    kf, index = np.nonzero((d_frame != 0) | (d_translate != 0).any(axis=2))
+    firsts, counts, steps, values, source = _pack(kf, index, np.zeros((len(kf), 1), np.int64), len(times))
+    has = source >= 0
+    frame_step, moved = np.zeros(len(steps), np.int64), np.zeros((len(steps), 2), np.float32)
+    frame_step[has] = d_frame[kf[source[has]], index[source[has]]]
+    moved[has] = d_translate[kf[source[has]], index[source[has]]]
+    _store(anim, "texture", "texture_deltas", fmt.TEXTURE_DELTA_DTYPE, firsts, counts, steps,
+           {"frame_step": frame_step, "translate": moved})  # fmt: skip
+
+
+def _frame_offsets(model, scene, sampler: int, images: np.ndarray) -> np.ndarray:
+    """Frame offsets from the sampler's first texture to a texture of each scene image (added when missing)."""
+    first = int(model.samplers["first_texture"][sampler])
+    out = np.zeros(len(images), np.int64)
+    for image in np.unique(images):
+        window = model.textures["tpl_index"][first : first + 256]
+        found = np.flatnonzero(window == tpl_index_of(scene, image))
+        if len(found):
+            offset = int(found[0])
+        else:
+            offset = append_texture(model, scene, int(image)) - first
+            if not 0 <= offset < 256:
+                raise ExportError(f"texture swap to image {image} is out of reach of sampler {sampler}")
+        out[images == image] = offset
+    return out
+
+
+def _encode_visibility(model, scene, animation, anim, times, shape_of) -> None:
+    meshes = {m.name: i for i, m in enumerate(scene.meshes)}
+    shown = np.broadcast_to(model.visibility != 0, (len(times), len(model.visibility))).copy()
+    driven = np.zeros(len(model.visibility), bool)
+    for channel in animation.channels:
+        m = meshes.get(channel.target)
+        if channel.target_kind != "object" or channel.path != "hide" or m is None:
+            continue
+        g = drawing_group(model, shape_of[m])
+        if g < 0:
+            continue
+        v = int(model.groups["visibility"][g])
+        shown[:, v] = sample_channel(channel, times)[:, 0] < 0.5
+        driven[v] = True
+    previous = np.concatenate([(model.visibility != 0)[None], shown[:-1]])
+    kf, index = np.nonzero(driven & (shown != previous))
+    firsts, counts, steps, _, source = _pack(kf, index, np.zeros((len(kf), 1), np.int64), len(times))
+    values = np.zeros(len(steps), np.int64)
+    has = source >= 0
+    values[has] = np.where(shown[kf[source[has]], index[source[has]]], 1, -1)
+    _store(
+        anim,
+        "visibility",
+        "visibility_deltas",
+        fmt.VISIBILITY_DELTA_DTYPE,
+        firsts,
+        counts,
+        steps,
+        {"value": values},
+    )

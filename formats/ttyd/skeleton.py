@@ -1,0 +1,203 @@
+"""Groups ⇄ one Skeleton: every group a bone, parents first (the file keeps the root last).
+
+A bone's rest is the group's world matrix from the node floats, the axis conversion on
+top (``bone_rests``: also for groups a zero scale collapses); the group record and its 24
+node floats travel in the bone's extras. On export the kept node floats stay while the
+bone's rest still shows them; a moved bone gets fresh ones (translation, scale and
+rotation B, no centres).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..scene import Scene, Skeleton
+from . import model as fmt
+from .evaluate import local_matrices, world_matrices
+from .kept import raw_name, same_matrices, unique_names
+from .matrices import euler_xyz_degrees, inverse, invertible
+from .model import NODE_FLOATS, Model, text
+from .tables import signed
+
+
+def scene_skeleton(model, name, parents, order, bone_of, rest) -> Skeleton:
+    """The skeleton of the groups in ``order`` (parents first), each group's record in its bone's extras."""
+    groups = model.groups[order]
+    bone_extras = []
+    for g, group in zip(order, groups, strict=True):
+        node = int(group["node"])
+        bone_extras.append(
+            {
+                "group": int(g),
+                "name": bytes(group["name"]),
+                "next": int(group["next"]),
+                "child": int(group["child"]),
+                "shape": int(group["shape"]),
+                "visibility": int(group["visibility"]),
+                "node": node,
+                "compensate": signed(int(group["compensate"])),
+                "node_floats": [float(v) for v in model.node_floats[node : node + NODE_FLOATS]],
+            }
+        )
+    bone_names = unique_names([text(g["name"]) for g in groups])
+    for extras, bone_name in zip(bone_extras, bone_names, strict=True):
+        extras["label"] = bone_name
+    return Skeleton(
+        name=name or "ttyd",
+        bone_names=bone_names,
+        parents=np.where(parents[order] >= 0, bone_of[np.maximum(parents[order], 0)], -1).astype(np.int32),
+        rest=rest,
+        bone_extras=bone_extras,
+    )
+
+
+def bone_rests(axis: np.ndarray, world: np.ndarray) -> np.ndarray:
+    """(G, 4, 4) rest matrices of the groups' bones: the axis conversion of their world matrices.
+
+    Where a world matrix collapses (a zero scale) or is not finite, the bone rests at the group's
+    position alone: a bone needs an invertible rest, and the meshes, placed by the world matrix
+    itself, still show what the game draws (collapsed, or nothing).
+    """
+    rest = axis @ world
+    position = np.eye(4) + np.zeros_like(world)
+    position[:, :3, 3] = np.where(np.isfinite(world[:, :3, 3]), world[:, :3, 3], 0.0)
+    return np.where(invertible(rest)[:, None, None], rest, axis @ position)
+
+
+def drawing_group(model: Model, s: int) -> int:
+    """The first group that draws shape ``s`` (−1 for none)."""
+    drawn_by = np.flatnonzero(model.groups["shape"] == s)
+    return int(drawn_by[0]) if len(drawn_by) else -1
+
+
+def chain(parents: np.ndarray, g: int) -> list[int]:
+    """Group ``g`` and its ancestors up to the root."""
+    out = []
+    while g >= 0:
+        out.append(g)
+        g = int(parents[g])
+    return out
+
+
+def shape_matrix(axis: np.ndarray, world: np.ndarray, g: int) -> np.ndarray:
+    """File → scene matrix of the vertices group ``g`` draws (−1: no group, the axis conversion alone)."""
+    return axis @ world[g] if g >= 0 else axis
+
+
+def identity_node() -> np.ndarray:
+    """The 24 node floats of a group that does not move its children: unit scale, nothing else."""
+    node = np.zeros(NODE_FLOATS, np.float32)
+    node[3:6] = 1.0
+    return node
+
+
+def node_floats_from_matrix(local: np.ndarray, parent_scale: np.ndarray | None = None) -> np.ndarray:
+    """(…, 24) node floats (translation, scale, rotation B; no centres) giving (…, 4, 4) local matrices."""
+    local = np.asarray(local, np.float64)
+    linear = local[..., :3, :3]
+    if parent_scale is not None:  # compensated: the matrix already divides by the parent's scale
+        linear = np.asarray(parent_scale, np.float64)[..., :, None] * linear
+    scale = np.linalg.norm(linear, axis=-2)
+    scale[..., 0] *= np.where(np.linalg.det(linear) < 0, -1.0, 1.0)
+    node = np.zeros(local.shape[:-2] + (NODE_FLOATS,))
+    node[..., 0:3] = local[..., :3, 3]
+    node[..., 3:6] = scale
+    node[..., 9:12] = euler_xyz_degrees(linear / np.where(scale == 0, 1.0, scale)[..., None, :])
+    return node.astype(np.float32)
+
+
+def _link(groups: np.ndarray, parents: np.ndarray) -> None:
+    """Child and sibling links for ``parents``; the last group heads the list of roots."""
+    count = len(groups)
+    groups["child"] = -1
+    groups["next"] = -1
+    roots = [count - 1] + [g for g in range(count - 1) if parents[g] < 0]
+    for siblings in [roots] + [list(np.flatnonzero(parents == g)) for g in range(count)]:
+        if not siblings:
+            continue
+        parent = parents[siblings[0]]
+        if parent >= 0:
+            groups["child"][parent] = siblings[0]
+        for a, b in zip(siblings[:-1], siblings[1:], strict=True):
+            groups["next"][a] = b
+
+
+def groups_from_skeleton(model: Model, scene: Scene, axis: np.ndarray) -> np.ndarray:
+    """Groups and node floats from the first skeleton; returns the group of every bone."""
+    if not scene.skeletons:
+        return np.zeros(0, np.int64)
+    skeleton = scene.skeletons[0]
+    count = len(skeleton)
+    bone_extras = skeleton.bone_extras if len(skeleton.bone_extras) == count else [{} for _ in range(count)]
+    stored = [e.get("group") for e in bone_extras]
+    kept = count == len(model.groups) and sorted(g for g in stored if g is not None) == list(range(count))
+    if kept:
+        group_of = np.array(stored, np.int64)
+    else:
+        group_of = count - 1 - np.arange(count)  # parents first in bones, root last in groups
+        visibility = shown_visibility(model)
+        model.groups = np.zeros(count, fmt.GROUP_DTYPE)
+        model.groups["shape"] = -1
+        model.groups["visibility"] = visibility
+        model.groups["node"] = np.arange(count) * NODE_FLOATS
+        model.node_floats = np.tile(identity_node(), count)
+    groups = model.groups
+    for b, extras in enumerate(bone_extras):
+        groups["name"][group_of[b]] = raw_name(skeleton.bone_names[b], extras)
+    parents = np.full(count, -1, np.int64)
+    has_parent = skeleton.parents >= 0
+    parents[group_of[has_parent]] = group_of[skeleton.parents[has_parent]]
+    if not kept or not np.array_equal(fmt.group_parents(groups), parents):
+        _link(groups, parents)
+
+    # Node floats: the kept ones while the bone's rest still shows them, else fresh ones.
+    rest = np.asarray(skeleton.rest, np.float64)
+    with np.errstate(all="ignore"):
+        file_world = world_matrices(model, model.node_floats, parents)
+        moved = ~same_matrices(rest, bone_rests(axis, file_world)[group_of])
+        roots = skeleton.parents < 0
+        scene_local = rest.copy()
+        scene_local[~roots] = inverse(rest[skeleton.parents[~roots]]) @ rest[~roots]
+        scene_local[roots] = axis.T @ rest[roots]
+        file_local = local_matrices(model, model.node_floats, parents)[group_of]
+        changed = moved & ~same_matrices(scene_local, file_local)
+    for b in np.flatnonzero(changed):
+        g = group_of[b]
+        node = int(groups["node"][g])
+        parent_scale = None
+        if groups["compensate"][g] and parents[g] >= 0:
+            parent_node = int(groups["node"][parents[g]])
+            parent_scale = model.node_floats[parent_node + 3 : parent_node + 6].astype(np.float64)
+        model.node_floats[node : node + NODE_FLOATS] = node_floats_from_matrix(scene_local[b], parent_scale)
+    return group_of
+
+
+def shown_visibility(model: Model) -> int:
+    """Index of a visibility group that is shown (added when there is none)."""
+    shown = np.flatnonzero(model.visibility != 0)
+    if len(shown):
+        return int(shown[0])
+    model.visibility = np.append(model.visibility, np.uint8(1))
+    return len(model.visibility) - 1
+
+
+def append_group(model: Model, name: str, parent: int, visibility: int) -> int:
+    """A new group with an identity node, placed before the root (which stays last); returns its index."""
+    groups = model.groups
+    record = np.zeros(1, fmt.GROUP_DTYPE)
+    record["name"], record["shape"], record["visibility"] = fmt.encode_name(name), -1, visibility
+    record["node"] = len(model.node_floats)
+    record["next"] = record["child"] = -1
+    model.node_floats = np.concatenate([model.node_floats, identity_node()])
+    if not len(groups):
+        model.groups = record
+        return 0
+    at = len(groups) - 1
+    for key in ("next", "child"):
+        groups[key] = np.where(groups[key] >= at, groups[key] + 1, groups[key])
+    model.groups = np.concatenate([groups[:at], record, groups[at:]])
+    parent = parent + 1 if parent >= at else parent
+    if parent >= 0:
+        model.groups["next"][at] = model.groups["child"][parent]
+        model.groups["child"][parent] = at
+    return at
