@@ -83,6 +83,7 @@ from .evaluate import FPS, Evaluator, euler_zyx, local_matrices, node_matrix, tr
 from .model import NODE_FLOATS, AnimationData, Model, text
 
 EXTRAS_KEY = "ttyd"
+AXES = ("-Z", "Y")  # the default (forward, up): the file is Y-up with characters facing +Z
 TOLERANCE = 1e-4
 DISPLAY_ALPHA = {0: "CLIP", 1: "OPAQUE", 2: "CLIP", 3: "BLEND"}
 ALPHA_DISPLAY = {"CLIP": 0, "OPAQUE": 1, "BLEND": 3}
@@ -95,7 +96,7 @@ DEFAULT_TEXTURE_FORMAT = gx.RGB5A3
 
 def default_axis() -> np.ndarray:
     """The file is Y-up with characters facing +Z."""
-    return axis_matrix("-Z", "Y")
+    return axis_matrix(*AXES)
 
 
 # -- small helpers -------------------------------------------------------------------
@@ -870,8 +871,12 @@ def _visibility_channels(model, scene, evaluator, parents) -> list[Channel]:
 # -- scene → model -------------------------------------------------------------------
 
 
-def from_scene(scene: Scene, axis: np.ndarray | None = None) -> tuple[Model, tpl_format.TPL | None]:
-    """The model (and its TPL, None when the scene has no image data) described by ``scene``."""
+def from_scene(
+    scene: Scene, axis: np.ndarray | None = None, texture_format: int | None = None
+) -> tuple[Model, tpl_format.TPL | None]:
+    """The model (and its TPL, None when the scene has no image data) described by ``scene``.
+
+    ``texture_format``: the GX format of edited and new images (None: each image's own)."""
     axis = default_axis() if axis is None else np.asarray(axis, np.float64)
     extras = scene.extras.get(EXTRAS_KEY, {})
     model = _base_model(scene, extras)
@@ -890,7 +895,7 @@ def from_scene(scene: Scene, axis: np.ndarray | None = None) -> tuple[Model, tpl
     mapping = (slot_samplers, shape_of)
     _animations_from_scene(model, scene, axis, parents, world, group_of_bone, rebuilt, mapping)
     fmt.validate(model)
-    return model, _tpl_from_scene(scene, extras)
+    return model, _tpl_from_scene(scene, extras, texture_format)
 
 
 def _base_model(scene: Scene, extras: dict) -> Model:
@@ -1778,7 +1783,7 @@ def _encode_visibility(model, scene, animation, anim, times, shape_of) -> None:
 # textures
 
 
-def _tpl_from_scene(scene: Scene, extras: dict) -> tpl_format.TPL | None:
+def _tpl_from_scene(scene: Scene, extras: dict, texture_format: int | None) -> tpl_format.TPL | None:
     if not any(image.pixels is not None or image.source_bytes is not None for image in scene.images):
         return None
     kept = extras.get("tpl", {})
@@ -1801,6 +1806,9 @@ def _tpl_from_scene(scene: Scene, extras: dict) -> tpl_format.TPL | None:
             if key in e
         }
         palette = e.get("palette")
+        encoding = e.get("format", DEFAULT_TEXTURE_FORMAT)
+        if image.source_bytes is None and texture_format is not None:  # edited or new: the chosen format
+            encoding, palette = texture_format, None
         if image.source_bytes is not None and "format" in e:
             tpl_image = tpl_format.TPLImage(
                 image.width, image.height, e["format"], image.source_bytes, **fields
@@ -1827,7 +1835,7 @@ def _tpl_from_scene(scene: Scene, extras: dict) -> tpl_format.TPL | None:
             fields.pop("min_lod", None)
             tpl_image = tpl_format.image_from_pixels(
                 pixels,
-                e.get("format", DEFAULT_TEXTURE_FORMAT),
+                encoding,
                 palette["format"] if palette else None,
                 **fields,
             )

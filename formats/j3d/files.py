@@ -1,0 +1,97 @@
+"""J3D animations (.bck .btk .brk .bpk .btp) and material sets (.bmt) on disk.
+
+The extension says the kind, as in the game's archives. ``load`` gives a scene for the
+selection to take (``apply.bind_joints`` for a BCK); ``save`` writes one animation back.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ..errors import ExportError, FormatError
+from ..files import read_bytes, write_files
+from ..options import Panel, option
+from ..scene import Scene
+from . import apply, bck, bmt, bpk, brk, btk, btp, convert, material_set
+
+READERS = {".bck": bck, ".btk": btk, ".brk": brk, ".bpk": bpk, ".btp": btp}
+EXTENSIONS = (*READERS, ".bmt")
+PLAYING = "PLAYING"  # the export of the action playing on the selection
+
+
+@dataclass
+class ImportOptions:
+    set_frame_range: bool = option(
+        False,
+        "Set Frame Range",
+        "Set the scene's frame rate (30) and range from the animation's length",
+        panel=Panel("Playback"),
+    )
+    textures_file: str = option(
+        "",
+        "Textures From",
+        "The model (.bmd .bdl) or material set (.bmt) whose textures a .btp switches between; "
+        "empty: the textures of a material set applied before",
+        path=True,
+        panel=Panel("Texture Patterns", closed=True),
+    )
+
+
+@dataclass
+class ExportOptions:
+    animation: str = option(
+        PLAYING,
+        "Animation",
+        "The J3D animation applied to the active armature or material to export",
+        choices="animation_items",
+    )
+
+
+def load(path: str, options: ImportOptions) -> Scene:
+    """A J3D animation (one Animation; a BCK's joints by index) or material set (materials and images)."""
+    data = read_bytes(path)
+    extension = os.path.splitext(path)[1].lower()
+    name = os.path.splitext(os.path.basename(path))[0]
+    if extension == ".bmt":
+        return material_set.bmt_to_scene(bmt.read(data, path), name, path)
+    if extension not in READERS:
+        raise FormatError(path, 0, f"not a J3D animation or material set ({', '.join(EXTENSIONS)})")
+    model = READERS[extension].read(data, path)
+    if extension == ".bck":
+        joints = apply.file_joints(name, model.joint_count)
+        scene = convert.to_scene(model, joints.bone_names, name)
+        scene.skeletons = [joints]
+        return scene
+    scene = convert.to_scene(model, None, name)
+    if extension == ".btk":
+        apply.to_blender_uv(scene)
+    return scene
+
+
+def kind_of(path: str) -> str:
+    """The kind of animation a file name asks for: its extension ("bck", "btk", …)."""
+    extension = os.path.splitext(path)[1].lower()
+    if extension not in READERS:
+        raise ExportError(
+            f"{os.path.basename(path)}: name the file .bck, .btk, .brk, .bpk or .btp (its kind)"
+        )
+    return extension[1:]
+
+
+def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
+    """Write the scene's animation (playback set, see ``apply.set_playback``) as the kind ``path`` names."""
+    kind = kind_of(path)
+    animation = scene.animations[0]
+    joint_names = None
+    if kind == "bck":
+        apply.quaternions_to_eulers(animation)
+        apply.hold_rest(animation, scene.skeletons[0])
+        joint_names = scene.skeletons[0].bone_names
+    elif kind == "btk":
+        apply.to_blender_uv(scene)  # its own inverse: back to the GameCube's V-down UV space
+    try:
+        data = READERS[f".{kind}"].write(convert.from_scene(scene, joint_names=joint_names))
+    except ValueError as e:
+        raise ExportError(f"animation {animation.name!r}: {e}") from e
+    return write_files({path: data})
