@@ -243,7 +243,3 @@ def family_for(path: str, header: bytes | None = None) -> Family:
     if listed:
         return listed[0]
     raise FormatError(path, 0, f"not a supported file (starts with {header[:8]!r})")
-
-
-def by_name(name: str) -> Family:
-    return next(f for f in FAMILIES if f.name == name)

@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import ExportError, FormatError
 from ..files import read_bytes, write_files
 from ..options import Panel, option
-from ..scene import Scene
+from ..scene import Image, Scene
 from . import apply, bck, bmt, bpk, brk, btk, btp, convert, material_set
 
 READERS = {".bck": bck, ".btk": btk, ".brk": brk, ".bpk": bpk, ".btp": btp}
@@ -67,6 +69,32 @@ def load(path: str, options: ImportOptions) -> Scene:
     if extension == ".btk":
         apply.to_blender_uv(scene)
     return scene
+
+
+def pattern_indices(scene: Scene) -> list[int]:
+    """The texture indices a BTP scene switches between."""
+    return sorted(
+        {
+            int(v)
+            for a in scene.animations
+            for c in a.channels
+            if convert.IMAGE_INDEX_PATH.match(c.path)
+            for v in np.rint(np.asarray(c.values)).ravel()
+        }
+    )
+
+
+def pattern_images(textures_path: str, indices: list[int]) -> dict[int, Image]:
+    """The textures ``indices`` of a model (.bmd .bdl) or material set (.bmt), decoded: those a BTP
+    switches between (indices past its texture list are left out)."""
+    data = read_bytes(textures_path)
+    is_set = textures_path.lower().endswith(".bmt")
+    textures = (bmt.read if is_set else bmt.cut_from_model)(data, textures_path).tex1
+    if textures is None:
+        raise FormatError(textures_path, 0, "expected a TEX1 section (the textures a BTP switches between)")
+    return {
+        i: material_set.tex1_image(textures, i, textures_path) for i in indices if i < len(textures.headers)
+    }
 
 
 def kind_of(path: str) -> str:
