@@ -2,29 +2,21 @@
 
     python -m formats.inspect FILE [FILE ...]
 
-(run from the add-on folder). Each format family provides ``<family>/inspect.py``
-with ``detect(data, name) -> bool`` and ``summarize(data, name) -> str``.
+(run from the add-on folder). The file's family comes from the registry (by extension,
+then by content); its ``summarize`` gives the text.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 
 from .errors import FormatError
-
-# Families in the order their detectors are tried.
-FAMILIES: list[str] = ["toshi", "j3d", "tmrf", "tamsoft", "ttyd", "textures"]
+from .registry import family_for
 
 
 def summarize(data: bytes, name: str) -> str:
-    package = __package__
-    for family in FAMILIES:
-        module = importlib.import_module(f".{family}.inspect", package)
-        if module.detect(data, name):
-            return module.summarize(data, name)
-    raise FormatError(name, 0, f"not a supported file (starts with {data[:8]!r})")
+    return family_for(name, data).summarize(data, name)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,13 +3,16 @@
     python tools/batch_import.py [options] FILE_OR_GLOB [...]
     blender -b --python tools/batch_import.py -- [options] FILE_OR_GLOB [...]
 
-Prints one summary line per file and exits non-zero when any file failed.
+Prints one summary line per file and exits non-zero when any file failed. Each file goes
+through the add-on's ``import_file``, as File > Import would import it; --all-lods and
+--no-animations apply to the files whose family has those options.
 The first form needs the bpy module (`make test` installs it in .venv).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import glob
 import os
 import sys
@@ -43,16 +46,24 @@ def main(argv: list[str]) -> int:
     addon = addon_package.load()
     addon.register()
     try:
-        return import_all(args)
+        return import_all(args, addon)
     finally:
         addon.unregister()  # the bpy 4.2 module crashes on exit while the add-on is registered
 
 
-def import_all(args: argparse.Namespace) -> int:
-    import bpy
-    from retro_models.operators import import_file
+def options_for(path: str, args: argparse.Namespace) -> dict:
+    """The command line's options that the file's family takes (only JPOG models have both)."""
+    from retro_models.formats.registry import family_for
 
-    options = {"animations": not args.no_animations, "lods": "ALL" if args.all_lods else "FIRST"}
+    wanted = {"import_animations": not args.no_animations, "lods": "ALL" if args.all_lods else "FIRST"}
+    family = family_for(path)
+    names = {f.name for f in dataclasses.fields(family.importer.options)} if family.importer else set()
+    return {name: value for name, value in wanted.items() if name in names}
+
+
+def import_all(args: argparse.Namespace, addon) -> int:
+    import bpy
+
     failures = 0
     if args.out:
         bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -60,12 +71,12 @@ def import_all(args: argparse.Namespace) -> int:
         if args.out_dir:
             bpy.ops.wm.read_factory_settings(use_empty=True)
         try:
-            line = import_file(bpy.context, path, **options)
+            report = addon.import_file(bpy.context, path, **options_for(path, args))
         except Exception as e:  # one bad file must not stop the batch
             failures += 1
             print(f"FAILED {path}: {e}")
             continue
-        print(f"ok {line}")
+        print(f"ok {report}")
         if args.out_dir:
             os.makedirs(args.out_dir, exist_ok=True)
             name = os.path.splitext(os.path.basename(path))[0] + ".blend"

@@ -1,37 +1,41 @@
-"""Menus, drag-and-drop file handlers and sidebar panels."""
+"""Menus, drag-and-drop file handlers and sidebar panels; the menus and handlers come from the
+registry of families (formats/registry.py), in its order."""
 
 import bpy
 
-from .. import operators
+from ..formats.registry import FAMILIES
 from . import panels
 
 
 def _menu_import(self, context):
-    for family in operators.FAMILIES:
-        for idname, text in family.IMPORT_MENU:
-            self.layout.operator(idname, text=text)
+    for family in FAMILIES:
+        if family.importer:
+            self.layout.operator(family.importer.idname, text=family.importer.menu)
 
 
 def _menu_export(self, context):
-    for family in operators.FAMILIES:
-        for idname, text in family.EXPORT_MENU:
-            self.layout.operator(idname, text=text)
+    for family in FAMILIES:
+        if family.exporter:
+            self.layout.operator(family.exporter.idname, text=family.exporter.menu)
 
 
 def _file_handlers():
-    """One FileHandler class per importer, built from the family's declaration."""
+    """One FileHandler class per family that imports files with an extension (handlers match by
+    extension only); Blender offers a menu when several accept a dropped file (.tmd)."""
     handlers = []
-    for family in operators.FAMILIES:
-        for idname, label, import_op, export_op, extensions in family.FILE_HANDLERS:
-            attrs = {
-                "bl_idname": idname,
-                "bl_label": label,
-                "bl_import_operator": import_op,
-                "bl_export_operator": export_op,
-                "bl_file_extensions": extensions,
-                "poll_drop": classmethod(lambda cls, context: _poll_drop(context)),
-            }
-            handlers.append(type(idname, (bpy.types.FileHandler,), attrs))
+    for family in FAMILIES:
+        if family.importer is None or "" in family.extensions:
+            continue
+        idname = "IO_FH_retro_" + family.importer.idname.split(".")[1]
+        attrs = {
+            "bl_idname": idname,
+            "bl_label": family.label,
+            "bl_import_operator": family.importer.idname,
+            "bl_export_operator": family.exporter.idname if family.exporter else "",
+            "bl_file_extensions": ";".join(family.extensions),
+            "poll_drop": classmethod(lambda cls, context: _poll_drop(context)),
+        }
+        handlers.append(type(idname, (bpy.types.FileHandler,), attrs))
     return handlers
 
 

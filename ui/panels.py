@@ -19,7 +19,7 @@ class VIEW3D_PT_retro_toshi(bpy.types.Panel):
         return obj is not None and obj.type == "ARMATURE" and "source_file" in props.get_extras(obj.data)
 
     def draw(self, context):
-        from ..operators.toshi import TKL_LIBRARY, library_name
+        from ..formats.toshi.files import TKL_LIBRARY, library_name
 
         extras = props.get_extras(context.active_object.data)
         record = props.import_record([context.active_object])

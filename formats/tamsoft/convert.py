@@ -44,7 +44,8 @@ from . import cat, tmd0
 from . import names as bone_names
 from .tmd0 import OP_DRAW, OP_END, OP_MATERIAL, OP_RIG
 
-DEFAULT_AXIS = axis_matrix("-Z", "Y")
+AXES = ("-Z", "Y")  # the default (forward, up): the file is Y-up with -Z forward, as glTF
+DEFAULT_AXIS = axis_matrix(*AXES)
 UV_LAYERS = ("UV0", "UV1", "UV2")
 UV_FLAGS = (tmd0.UV0, tmd0.UV1, tmd0.UV2)
 COLOUR_LAYER = "Colour"

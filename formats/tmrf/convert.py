@@ -49,6 +49,7 @@ from . import vectors
 from .media import VERSION, Builder, MediaFile, Resource, StringTable, computed_hints, refresh_hints
 
 TRACK_FPS = 30.0
+AXES = ("Y", "Z")  # the default (forward, up): the identity, as the spec names no axes
 TOLERANCE = 1e-5
 NORMAL_MODES = ("none", "compressed")
 TANGENT_MODES = ("none", "compressed", "high")

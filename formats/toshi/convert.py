@@ -62,7 +62,8 @@ from . import tmd as tmd_format
 from . import tml as tml_format
 
 FPS = 30.0
-DEFAULT_AXIS = axis_matrix("Y", "Z")
+AXES = ("Y", "Z")  # the default (forward, up): the file's own, as the JPOG tools keep them
+DEFAULT_AXIS = axis_matrix(*AXES)
 MAX_PALETTE = 28
 MAX_MESH_VERTICES = 32767
 MAX_TEXTURES_PER_MATERIAL = 4

@@ -50,11 +50,12 @@ __all__ = [
 ]
 
 EXTRAS_KEY = "ttyd"
+AXES = ("-Z", "Y")  # the default (forward, up): the file is Y-up with characters facing +Z
 
 
 def default_axis() -> np.ndarray:
     """The file is Y-up with characters facing +Z."""
-    return axis_matrix("-Z", "Y")
+    return axis_matrix(*AXES)
 
 
 def to_scene(
@@ -95,20 +96,26 @@ def to_scene(
     return scene
 
 
-def from_scene(scene: Scene, axis: np.ndarray | None = None) -> tuple[Model, tpl_format.TPL | None]:
+def from_scene(
+    scene: Scene, axis: np.ndarray | None = None, texture_format: int | None = None
+) -> tuple[Model, tpl_format.TPL | None]:
     """The model (and its TPL, None when the scene has no image data) described by ``scene``.
 
+    ``texture_format``: the GX format of edited and new images (None: each image's own).
     Raises ExportError when the tables kept with the scene and its edits do not make a valid model.
     """
+    axis = default_axis() if axis is None else np.asarray(axis, np.float64)
     try:
-        return _from_scene(scene, default_axis() if axis is None else np.asarray(axis, np.float64))
+        return _from_scene(scene, axis, texture_format)
     except FormatError as error:
         raise ExportError(
             f"{scene.name or 'the scene'}: the model it makes is not valid: {error.problem}"
         ) from error
 
 
-def _from_scene(scene: Scene, axis: np.ndarray) -> tuple[Model, tpl_format.TPL | None]:
+def _from_scene(
+    scene: Scene, axis: np.ndarray, texture_format: int | None
+) -> tuple[Model, tpl_format.TPL | None]:
     extras = scene.extras.get(EXTRAS_KEY, {})
     model = base_model(scene, extras)
     group_of_bone = groups_from_skeleton(model, scene, axis)
@@ -126,4 +133,4 @@ def _from_scene(scene: Scene, axis: np.ndarray) -> tuple[Model, tpl_format.TPL |
     mapping = (slot_samplers, shape_of)
     animations_from_scene(model, scene, axis, parents, world, group_of_bone, rebuilt, mapping)
     fmt.validate(model)
-    return model, tpl_from_scene(scene, extras)
+    return model, tpl_from_scene(scene, extras, texture_format)

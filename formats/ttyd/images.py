@@ -132,11 +132,12 @@ def append_texture(model: Model, scene: Scene, image: int) -> int:
     return len(model.textures) - 1
 
 
-def tpl_from_scene(scene: Scene, extras: dict) -> tpl_format.TPL | None:
-    """The TPL of the scene's images (None when no image has data), laid out as the kept one was."""
+def tpl_from_scene(scene: Scene, extras: dict, texture_format: int | None = None) -> tpl_format.TPL | None:
+    """The TPL of the scene's images (None when no image has data), laid out as the kept one was;
+    edited and new images in ``texture_format`` when given, else in their own."""
     if not any(image.pixels is not None or image.source_bytes is not None for image in scene.images):
         return None
-    tpl = tpl_format.TPL([_tpl_image(image) for image in scene.images])
+    tpl = tpl_format.TPL([_tpl_image(image, texture_format) for image in scene.images])
     kept = extras.get("tpl", {})
     if kept:
         tpl.table_offset = _kept_offset(kept, "table_offset")
@@ -145,8 +146,9 @@ def tpl_from_scene(scene: Scene, extras: dict) -> tpl_format.TPL | None:
     return tpl
 
 
-def _tpl_image(image: Image) -> tpl_format.TPLImage:
-    """The kept encoded image while the scene image has its source bytes, else one encoded from its pixels."""
+def _tpl_image(image: Image, texture_format: int | None) -> tpl_format.TPLImage:
+    """The kept encoded image while the scene image has its source bytes, else one encoded from its
+    pixels (in ``texture_format`` when given)."""
     e = image.extras
     fields = {key: e[key] for key in IMAGE_FIELDS if key in e}
     palette = e.get("palette")
@@ -154,8 +156,11 @@ def _tpl_image(image: Image) -> tpl_format.TPLImage:
         pixels = image.pixels if image.pixels is not None else np.zeros((1, 1, 4), np.uint8)
         fields.pop("max_lod", None)
         fields.pop("min_lod", None)
+        encoding = e.get("format", DEFAULT_TEXTURE_FORMAT)
+        if image.source_bytes is None and texture_format is not None:  # edited or new: the chosen format
+            encoding, palette = texture_format, None
         return tpl_format.image_from_pixels(
-            pixels, e.get("format", DEFAULT_TEXTURE_FORMAT), palette["format"] if palette else None, **fields
+            pixels, encoding, palette["format"] if palette else None, **fields
         )
     tpl_image = tpl_format.TPLImage(image.width, image.height, e["format"], image.source_bytes, **fields)
     tpl_image.header_offset = _kept_offset(e, "header_offset")

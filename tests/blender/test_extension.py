@@ -8,6 +8,7 @@ from pathlib import Path
 
 import bpy
 import pytest
+from demo_creature import demo_files
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,7 +71,10 @@ def test_zip_leaves_out_development_files(built_zip):
     ]
 
 
-def test_install_zip_enables_operators(built_zip, tmp_path):
+def test_install_zip_enables_operators_and_the_python_entry(built_zip, tmp_path):
+    for name, data in demo_files().items():
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "out").mkdir()
     done = _run_blender_script(
         f"""
         import bpy
@@ -82,10 +86,28 @@ def test_install_zip_enables_operators(built_zip, tmp_path):
         missing = [t for t in {OPERATOR_TYPES!r} if not hasattr(bpy.types, t)]
         assert not missing, missing
         print("INSTALLED-OK")
+
+        from bl_ext.user_default import retro_models
+        report = retro_models.import_file(bpy.context, {str(tmp_path / "demo.tmd")!r}, lods="ALL")
+        print("IMPORTED", report.summary)
+        armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+        bpy.context.view_layer.objects.active = armature
+        report = retro_models.export_file(bpy.context, {str(tmp_path / "out" / "demo.tmd")!r}, family="toshi")
+        print("EXPORTED", len(report.paths))
+        try:
+            retro_models.import_file(bpy.context, {str(tmp_path / "demo.tkl")!r})
+        except retro_models.formats.errors.FormatError as e:
+            print("REFUSED", e.filename)
         """,
         tmp_path,
     )
     assert "INSTALLED-OK" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "IMPORTED demo.tmd: 1 armatures" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "EXPORTED 3" in done.stdout and f"REFUSED {tmp_path / 'demo.tkl'}" in done.stdout, done.stdout[
+        -2000:
+    ]
+    for name in ("demo.tmd", "demo.tkl", "demo.tml"):
+        assert (tmp_path / "out" / name).read_bytes() == (tmp_path / name).read_bytes(), name
 
 
 def test_register_unregister_register_leaves_nothing_behind(addon):

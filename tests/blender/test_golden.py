@@ -73,7 +73,7 @@ def _j3d_bck(name):
 def _j3d_material_animation(name, **options):
     def case(folder):
         path = corpus_file(f"j3d/{name}")
-        from retro_models.operators.j3d import READERS
+        from retro_models.formats.j3d.files import READERS
 
         model = READERS[path.suffix].read(path.read_bytes(), str(path))
         groups = (model.register, model.konst) if path.suffix == ".brk" else (model,)

@@ -16,8 +16,8 @@ from j3d_support import (
     material_object,
 )
 from retro_models.formats.j3d import bck, bpk, convert, evaluate
+from retro_models.formats.j3d.files import READERS
 from retro_models.operators.blender import compat, props
-from retro_models.operators.j3d import READERS
 from support import corpus_file, corpus_files, data_counts
 
 ANIMATIONS = [p for p in corpus_files("j3d/*") if p.suffix in READERS]
@@ -195,8 +195,9 @@ def test_chosen_animation_exports_instead_of_the_playing_one(empty_scene, tmp_pa
 
 
 def test_export_is_in_the_menu_and_file_handler(addon):
-    from retro_models.operators import j3d
+    from retro_models.formats.registry import FAMILIES
 
-    assert ("export_scene.j3d_animation", "J3D animation (.bck .btk .brk .bpk .btp)") in j3d.EXPORT_MENU
+    menu = [(f.exporter.idname, f.exporter.menu) for f in FAMILIES if f.exporter]
+    assert ("export_scene.j3d_animation", "J3D animation (.bck .btk .brk .bpk .btp)") in menu
     handler = bpy.types.FileHandler.bl_rna_get_subclass_py("IO_FH_retro_j3d_animation")
     assert handler.bl_export_operator == "export_scene.j3d_animation"

@@ -378,8 +378,9 @@ def test_file_handler_accepts_every_j3d_extension(addon):
 @pytest.mark.parametrize("name", ["daisy_sky.btk", "color.bpk", "attack.brk", "grandstarget.btp"])
 def test_material_animations_extract_back_to_the_same_file(empty_scene, name):
     from retro_models.formats.j3d import convert
+    from retro_models.formats.j3d.apply import to_blender_uv
+    from retro_models.formats.j3d.files import READERS
     from retro_models.operators.blender.extract import extract_scene
-    from retro_models.operators.j3d import READERS, to_blender_uv
 
     path = corpus_file(f"j3d/{name}")
     module = READERS[path.suffix]
@@ -413,13 +414,13 @@ def test_bck_extracts_back_to_the_same_file(empty_scene, path, rotated):
 
 
 def test_batch_import_of_a_material_set(empty_scene, tmp_path):
-    from retro_models import operators
+    import retro_models
 
     source = corpus_file("j3d/kindan_Room0_model3.bdl")
     path = tmp_path / "room.bmt"
     path.write_bytes(bmt.write(bmt.cut_from_model(source.read_bytes(), str(source))))
-    line = operators.import_file(bpy.context, str(path))
-    assert line.startswith("room.bmt: 1 materials, 1 images")
+    report = retro_models.import_file(bpy.context, str(path))
+    assert report.summary.startswith("room.bmt: 1 materials, 1 images")
     material = bpy.data.materials["lambert54_v"]
     assert material.surface_render_method == "BLENDED"
 

@@ -88,10 +88,7 @@ def test_cat_with_texture_cat_round_trips(empty_scene, tmp_path):
     (tmp_path / "asuka_mdl_00.cat").write_bytes(model_cat)
     (tmp_path / "asuka_tex_00.cat").write_bytes(cat_bytes([b"GXT\0" + bytes(12)], ["GXT,pkg,asuka_body"]))
     from retro_models.operators.blender import props
-    from retro_models.operators.tamsoft import load_tamsoft
 
-    scene = load_tamsoft(str(tmp_path / "asuka_mdl_00.cat"))
-    assert any("asuka_body (GXT)" in w for w in scene.warnings)
     import_model(tmp_path / "asuka_mdl_00.cat")
     # The GXT payload cannot be decoded: a named, empty image of the entry's size in the material.
     image = bpy.data.images["asuka_body"]
@@ -135,15 +132,6 @@ def test_import_builds_rig_mesh_and_layers(empty_scene, tmp_path):
     groups = {mesh_obj.vertex_groups[g.group].name: g.weight for g in mesh.vertices[1].groups}
     assert groups.keys() == {root_name(), "face_root"}
     assert np.isclose(groups["face_root"], 127 / 255, atol=1e-6)
-
-
-def test_names_file_that_matches_nothing_is_a_warning(tmp_path):
-    from retro_models.operators.tamsoft import load_tamsoft
-
-    (tmp_path / "model.tmd").write_bytes(tmd0_bytes())
-    (tmp_path / "names.txt").write_text("hips\nspine\n")
-    scene = load_tamsoft(str(tmp_path / "model.tmd"), names_file=str(tmp_path / "names.txt"))
-    assert any("none of the 2 names in names.txt" in w for w in scene.warnings)
 
 
 def test_imported_normals_point_outward(empty_scene, tmp_path):
@@ -253,20 +241,21 @@ def test_export_errors_write_nothing(empty_scene, tmp_path):
 
 
 def test_tmd_files_go_to_the_family_their_content_names(empty_scene, tmp_path):
+    """Routing itself is tested in tests/formats/test_registry.py; here, the imports it leads to."""
     import demo_creature
-    from retro_models.operators import import_file, importer_for, tamsoft, toshi
+    import retro_models
+    from retro_models.formats.errors import FormatError
 
     (tmp_path / "tamsoft.tmd").write_bytes(tmd0_bytes(">", True))
     for name, data in demo_creature.demo_files().items():
         (tmp_path / name).write_bytes(data)
     (tmp_path / "junk.tmd").write_bytes(b"junk")
-    (tmp_path / "model_mdl_00.cat").write_bytes(cat_bytes([tmd0_bytes()], ["TMD_TOON,pkg,m"]))
-    assert importer_for(str(tmp_path / "tamsoft.tmd")) is tamsoft.load_tamsoft
-    assert importer_for(str(tmp_path / "demo.tmd")) is toshi.load_tmd
-    assert importer_for(str(tmp_path / "junk.tmd")) is toshi.load_tmd  # its reader says what is wrong
-    assert importer_for(str(tmp_path / "model_mdl_00.cat")) is tamsoft.load_tamsoft
-    assert "tamsoft.tmd: 1 armatures, 1 meshes" in import_file(bpy.context, str(tmp_path / "tamsoft.tmd"))
-    assert "demo.tmd: 1 armatures" in import_file(bpy.context, str(tmp_path / "demo.tmd"))
+    assert "tamsoft.tmd: 1 armatures, 1 meshes" in str(
+        retro_models.import_file(bpy.context, str(tmp_path / "tamsoft.tmd"))
+    )
+    assert "demo.tmd: 1 armatures" in str(retro_models.import_file(bpy.context, str(tmp_path / "demo.tmd")))
+    with pytest.raises(FormatError, match="junk.tmd"):  # JPOG's reader says what is wrong
+        retro_models.import_file(bpy.context, str(tmp_path / "junk.tmd"))
     bone_names = {b.name for o in bpy.data.objects if o.type == "ARMATURE" for b in o.data.bones}
     assert root_name() in bone_names
 

@@ -166,7 +166,7 @@ def test_the_extension_chooses_the_contents(empty_scene, tmp_path, extension, ex
 
 
 def convert_contents(extension: str) -> str:
-    from retro_models.operators.tmrf import CONTENT_BY_EXTENSION
+    from retro_models.formats.tmrf.files import CONTENT_BY_EXTENSION
 
     return CONTENT_BY_EXTENSION[extension]
 
@@ -242,11 +242,11 @@ def test_animation_file_on_an_armature_made_in_blender(empty_scene, tmp_path):
     assert model.strings.name(frame.skeleton) == "rig"
     positions, _ = frame.bones[0].decode()
     np.testing.assert_allclose(positions, [[1, 2, 3], [1, 2, 4]], atol=1e-6)
+    from retro_models.formats.tmrf import files
     from retro_models.operators.blender.extract import extract_scene
-    from retro_models.operators.tmrf import load_tmrf, retarget
 
-    scene = load_tmrf(str(tmp_path / "moves.tapk"))
-    retarget(scene, extract_scene(bpy.context, armature, []).skeletons[0], np.eye(4))
+    scene = files.load(str(tmp_path / "moves.tapk"), files.ImportOptions())
+    files.retarget(scene, extract_scene(bpy.context, armature, []).skeletons[0], np.eye(4))
     assert scene.warnings == [
         "animation walk: bones missing from armature 'rig' left out: arm",
     ]
@@ -286,7 +286,7 @@ def test_export_needs_the_right_selection(empty_scene, tmp_path):
 
 
 def test_file_handler_and_menus(addon):
-    from retro_models.operators import tmrf
+    from retro_models.formats.registry import FAMILIES
 
     handler = bpy.types.FileHandler.bl_rna_get_subclass_py("IO_FH_retro_tertius_tmrf")
     assert handler.bl_import_operator == "import_scene.tertius_tmrf"
@@ -300,7 +300,8 @@ def test_file_handler_and_menus(addon):
         ".tmsh",
         ".tpak",
     }
-    assert tmrf.IMPORT_MENU[0][1] == "Tertius media (.tmdl .tani .tapk .tskl .tskm .tmsh .tpak)"
+    (family,) = [f for f in FAMILIES if f.name == "tmrf"]
+    assert family.importer.menu == "Tertius media (.tmdl .tani .tapk .tskl .tskm .tmsh .tpak)"
     assert hasattr(bpy.types, "IMPORT_SCENE_OT_tertius_tmrf") and hasattr(
         bpy.types, "EXPORT_SCENE_OT_tertius_tmrf"
     )

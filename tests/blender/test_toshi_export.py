@@ -14,9 +14,9 @@ import shutil
 import bpy
 import numpy as np
 import pytest
+import retro_models
 from demo_creature import demo_files
 from retro_models.formats.toshi import convert, strips, tkl, tmd, tml
-from retro_models.operators import toshi as toshi_operators
 from retro_models.operators.blender import compat
 from retro_models.operators.blender.extract import vertex_group_weights
 
@@ -861,12 +861,13 @@ def test_unweighted_vertices_go_to_the_parent_bone_or_root(empty_scene, out, par
         obj.parent_bone = parent_bone
         bpy.context.view_layer.update()
         obj.matrix_world = shown
-    written, warnings = toshi_operators.save_tmd(
-        bpy.context, str(out / "rig.tmd"), armature, [obj], tkl_mode="NEW", new_tkl_name="rig"
+    select(armature)
+    report = retro_models.export_file(
+        bpy.context, str(out / "rig.tmd"), family="toshi", tkl_mode="NEW", new_tkl_name="rig"
     )
-    assert sorted(os.path.basename(p) for p in written) == ["rig.tkl", "rig.tmd", "rig.tml"]
+    assert sorted(os.path.basename(p) for p in report.paths) == ["rig.tkl", "rig.tmd", "rig.tml"]
     bone = parent_bone or "b0"
-    assert any("partly_weighted" in w and repr(bone) in w for w in warnings), warnings
+    assert any("partly_weighted" in w and repr(bone) in w for w in report.warnings), report.warnings
 
     model, library, materials = read_trio(out, "rig", "rig")
     (mesh,) = file_scene(model, library, materials).meshes

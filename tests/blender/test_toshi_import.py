@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 from retro_models.formats import scene as sc
 from retro_models.formats.toshi import convert, evaluate, tkl, tmd
-from retro_models.operators import toshi as toshi_operators
 from retro_models.operators.blender import compat, props
 
 TOLERANCE = 1e-4
@@ -39,7 +38,7 @@ def demo(tmp_path_factory):
 
 def operator_axis() -> np.ndarray:
     """The file → Blender matrix the operator uses by default."""
-    return sc.axis_matrix(toshi_operators.AXIS_FORWARD, toshi_operators.AXIS_UP)
+    return sc.axis_matrix(*convert.AXES)
 
 
 def import_tmd(path: Path) -> bpy.types.Collection:

@@ -59,30 +59,15 @@ def test_multi_file_import_keeps_going_after_a_bad_file(empty_scene, demo_dir):
 
 
 def test_missing_libraries_are_warnings(empty_scene, demo_dir):
+    import retro_models
+
     os.remove(demo_dir / "demo.tkl")
     os.remove(demo_dir / "demo.tml")
-    from retro_models.operators.toshi import load_tmd
-
-    scene = load_tmd(str(demo_dir / "demo.tmd"))
-    assert any("keyframe library" in w and "not found" in w for w in scene.warnings)
-    assert any(".tml" in w for w in scene.warnings)
+    report = retro_models.import_file(bpy.context, str(demo_dir / "demo.tmd"))
+    assert any("keyframe library" in w and "not found" in w for w in report.warnings)
+    assert any(".tml" in w for w in report.warnings)
     assert bpy.ops.import_scene.toshi_tmd(filepath=str(demo_dir / "demo.tmd")) == {"FINISHED"}
     assert not bpy.data.images
-
-
-def test_libraries_found_whatever_their_case(demo_dir):
-    from retro_models.formats.toshi import tmd
-    from retro_models.operators.toshi import find_tkl, find_tml
-
-    model = tmd.read((demo_dir / "demo.tmd").read_bytes())
-    os.rename(demo_dir / "demo.tkl", demo_dir / f"{model.tkl_name.upper()}.TKL")
-    os.rename(demo_dir / "demo.tml", demo_dir / "Other.TML")
-    assert find_tkl(str(demo_dir / "demo.tmd"), model.tkl_name) == str(
-        demo_dir / f"{model.tkl_name.upper()}.TKL"
-    )
-    # No TML with the model's stem: the one defining every material the model names.
-    assert find_tml(str(demo_dir / "demo.tmd"), set(model.material_names())) == str(demo_dir / "Other.TML")
-    assert find_tml(str(demo_dir / "demo.tmd"), {"not_in_any_library"}) is None
 
 
 def test_formats_only_values_are_kept_as_custom_properties(empty_scene, demo_dir):

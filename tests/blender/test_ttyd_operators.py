@@ -58,12 +58,12 @@ def imported(empty_scene, files):
 
 
 def test_registered_without_a_file_handler(addon):
-    from retro_models.operators import ttyd
-
     assert hasattr(bpy.types, "IMPORT_SCENE_OT_ttyd_model") and hasattr(
         bpy.types, "EXPORT_SCENE_OT_ttyd_model"
     )
-    assert ttyd.FILE_HANDLERS == ()  # the game's files have no extension to match
+    importers = {c.bl_import_operator for c in bpy.types.FileHandler.__subclasses__()}
+    assert "import_scene.toshi_tmd" in importers
+    assert "import_scene.ttyd_model" not in importers  # the game's files have no extension to match
 
 
 def test_import_builds_the_model(imported):
@@ -92,15 +92,6 @@ def test_import_builds_the_model(imported):
     }
     swap = material.node_tree.animation_data.action
     assert swap is not None and "texture.0.image_index" in material.node_tree
-
-
-def test_missing_texture_file_is_a_warning(empty_scene, tmp_path):
-    from retro_models.operators.ttyd import load_ttyd
-
-    (tmp_path / "c_test").write_bytes(F.build())
-    scene = load_ttyd(str(tmp_path / "c_test"))
-    assert any("c_test_tex-" in w for w in scene.warnings)
-    assert all(image.pixels is None for image in scene.images)
 
 
 def test_bad_files_report_and_leave_the_scene_unchanged(empty_scene, tmp_path):

@@ -1,0 +1,64 @@
+"""Files on disk as the families use them: case-insensitive look-ups, and writing all files or none."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+
+def read_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def files_in(folder: str, extension: str = "") -> dict[str, str]:
+    """Lower-cased file name → path of the files in ``folder`` ending with ``extension`` (any case).
+
+    The games' folders mix the case of names; when two names differ only in case, the first in
+    sorted order wins.
+    """
+    try:
+        names = sorted(os.listdir(folder or "."), reverse=True)
+    except OSError:
+        return {}
+    return {n.lower(): os.path.join(folder, n) for n in names if n.lower().endswith(extension)}
+
+
+def write_files(files: dict[str, bytes]) -> list[str]:
+    """Write every file or none; returns the paths written.
+
+    Each file goes to a temporary name first; then the old files are moved
+    aside and the new ones renamed into place. If any step fails, the old
+    files are put back and the temporary ones removed.
+    """
+    suffix = f".{os.getpid()}.tmp"
+    for path in files:
+        if os.path.isdir(path):
+            raise IsADirectoryError(errno.EISDIR, "a folder has the name of a file to write", path)
+    temporary: list[str] = []
+    moved: list[str] = []  # old files moved aside, restored on failure
+    placed: list[str] = []
+    try:
+        for path, data in files.items():
+            temporary.append(path + suffix)
+            with open(path + suffix, "wb") as f:
+                f.write(data)
+        for path in files:
+            if os.path.exists(path):
+                os.replace(path, path + ".old" + suffix)
+                moved.append(path)
+            os.replace(path + suffix, path)
+            placed.append(path)
+    except BaseException:
+        for path in placed:
+            os.remove(path)
+        for path in moved:
+            os.replace(path + ".old" + suffix, path)
+        raise
+    finally:
+        for temp in temporary:
+            if os.path.exists(temp):
+                os.remove(temp)
+    for path in moved:
+        os.remove(path + ".old" + suffix)
+    return list(files)

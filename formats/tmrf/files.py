@@ -1,0 +1,203 @@
+"""A TMRF file on disk: any of the Tertius media files, read by what it holds, not by its extension.
+
+A file with animations and neither skeleton nor mesh is applied to an armature: ``retarget``
+binds it to that armature's skeleton, and its layout stays with the armature so that exporting
+those animations again gives the file back (``choose_layout``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import extras as extras_codec
+from ..errors import ExportError
+from ..files import read_bytes, write_files
+from ..options import Panel, option, oriented
+from ..scene import Scene, Skeleton
+from . import convert, media
+
+# Suggested extensions and what an export with each holds (convert.CONTENTS).
+CONTENT_BY_EXTENSION = {
+    ".tmdl": "everything",
+    ".tani": "animations",
+    ".tapk": "animations",
+    ".tskl": "skeleton",
+    ".tskm": "skinned_model",
+    ".tmsh": "static_mesh",
+    ".tpak": "everything",
+}
+EXTENSIONS = tuple(CONTENT_BY_EXTENSION)
+# Armature data extras key: layouts of the animation-only files applied to it, by source key.
+ANIMATION_LAYOUTS = "tmrf_animation_layouts"
+# Animation extras key: the source key of the animation-only file it came from.
+ANIMATION_SOURCE = "tmrf_animation_source"
+KEEP = "KEEP"  # an encoding option's "as imported"
+
+COMPRESSION = Panel("Compression")
+ANIMATION = Panel("Animation")
+Orientation = oriented(convert.AXES)
+
+
+class TMRFExportError(ExportError):
+    """What to export is missing or does not fit the chosen contents."""
+
+
+@dataclass
+class ImportOptions(Orientation):
+    pass
+
+
+@dataclass
+class ExportOptions(Orientation):
+    file_contents: str = option(
+        ".tmdl",
+        "Contents",
+        "What the file holds; it sets the file's extension",
+        choices=(
+            (".tmdl", "Model (.tmdl)", "Skeleton, skinned meshes and animations"),
+            (".tskm", "Skinned Model (.tskm)", "Meshes with their skin, without the skeleton"),
+            (".tmsh", "Static Mesh (.tmsh)", "Meshes without skin"),
+            (".tskl", "Skeleton (.tskl)", "The armature's skeleton only"),
+            (".tani", "Animation (.tani)", "The armature's animations only"),
+            (".tapk", "Animation Pack (.tapk)", "The armature's animations only"),
+            (".tpak", "Everything (.tpak)", "Everything, shader resources kept from the import included"),
+        ),
+    )
+    normals: str = option(
+        KEEP,
+        "Normals",
+        "How normals are stored",
+        choices=(
+            (KEEP, "As Imported", "Each imported mesh keeps its encoding; new meshes are compressed"),
+            ("NONE", "Full", "Three floats per normal (Normals)"),
+            ("COMPRESSED", "Compressed", "Two 16-bit angles per normal (CompressedNormals)"),
+        ),
+        panel=COMPRESSION,
+    )
+    tangents: str = option(
+        KEEP,
+        "Tangents",
+        "How tangents are stored",
+        choices=(
+            (KEEP, "As Imported", "Each imported mesh keeps its encoding; new meshes get full tangents"),
+            ("NONE", "Full", "Both tangent vectors as floats (TangentVectors)"),
+            ("COMPRESSED", "Compressed", "Horizontal vector and a sign (CompressedTangentVectors)"),
+            ("HIGH", "High Compression", "One 16-bit angle per vertex; needs compressed normals"),
+        ),
+        panel=COMPRESSION,
+    )
+    animation_kind: str = option(
+        KEEP,
+        "Animations",
+        "How animations are stored",
+        choices=(
+            (KEEP, "As Imported", "Each imported animation keeps its kind; new ones are frame animations"),
+            ("FRAME", "Frames", "One pose per frame at the animation's frame rate (AX3FrameAnimation)"),
+            ("TRACK", "Tracks", "Keys at their times, per bone (AX3TrackAnimation)"),
+        ),
+        panel=ANIMATION,
+    )
+    orientations: str = option(
+        KEEP,
+        "Orientations",
+        "Storage of frame animation orientations",
+        choices=(
+            (KEEP, "As Imported", "Each imported bone keeps its storage; new ones are 32-bit floats"),
+            ("F32", "32-bit Floats", "Exact"),
+            ("S16", "16-bit Integers", "Half the size, to about 1/32767"),
+        ),
+        panel=ANIMATION,
+    )
+
+
+def is_animation_only(scene: Scene) -> bool:
+    return bool(scene.animations) and not scene.skeletons and not scene.meshes
+
+
+def load(path: str, options: ImportOptions) -> Scene:
+    """Read any TMRF file into a Scene (an animation-only one has animations without a skeleton)."""
+    scene = convert.to_scene(media.read(read_bytes(path), path), options.axis())
+    scene.name = os.path.splitext(os.path.basename(path))[0]
+    return scene
+
+
+def retarget(scene: Scene, skeleton: Skeleton, axis: np.ndarray) -> None:
+    """Bind an animation-only scene to ``skeleton`` (an armature's, Blender's bone names).
+
+    Channels of bones the armature lacks are dropped with a warning. Root bones
+    hang from the armature object, so their keys get the axis conversion that
+    ``convert.to_scene`` gives the roots of a skeleton in the file.
+    """
+    layout = scene.extras.get("tmrf", {})
+    source = hashlib.sha1(json.dumps(extras_codec.encode(layout), sort_keys=True).encode()).hexdigest()[:16]
+    scene.extras = {ANIMATION_LAYOUTS: {source: layout}}
+    scene.skeletons = [skeleton]
+    roots = {n for n, p in zip(skeleton.bone_names, skeleton.parents, strict=True) if p < 0}
+    for animation in scene.animations:
+        animation.skeleton = 0
+        animation.extras[ANIMATION_SOURCE] = source
+        missing = sorted({c.target for c in animation.channels if c.target not in skeleton.bone_names})
+        if missing:
+            scene.warnings.append(
+                f"animation {animation.name}: bones missing from armature {skeleton.name!r} left out: "
+                + ", ".join(missing)
+            )
+        animation.channels = [c for c in animation.channels if c.target in skeleton.bone_names]
+        by_bone: dict[str, dict[str, object]] = {}
+        for channel in animation.channels:
+            if channel.target in roots:
+                by_bone.setdefault(channel.target, {})[channel.path] = channel
+        for pair in by_bone.values():  # to_scene gives every bone both, at the same times
+            location, rotation = pair["location"], pair["rotation_quaternion"]
+            # The converter's own root conversion, so that export undoes it bit for bit.
+            location.values, rotation.values = convert._root_channels(location.values, rotation.values, axis)
+
+
+def export_target(path: str, options: ExportOptions) -> tuple[str, str]:
+    """The path to write (the chosen contents' extension added to a name without one of the
+    format's) and what the file holds (a ``convert.CONTENTS`` value)."""
+    if os.path.splitext(path)[1].lower() not in CONTENT_BY_EXTENSION:
+        path += options.file_contents
+    return path, CONTENT_BY_EXTENSION[os.path.splitext(path)[1].lower()]
+
+
+def choose_layout(scene: Scene, layouts: dict, content: str) -> None:
+    """Animations applied from an animation-only file write that file's layout (one of ``layouts``,
+    which the armature kept) back when they are all that is exported; otherwise they are new
+    resources of the exported file."""
+    sources = {a.extras.get(ANIMATION_SOURCE) for a in scene.animations}
+    if content == "animations" and len(sources) == 1 and next(iter(sources)) in layouts:
+        scene.extras["tmrf"] = layouts[next(iter(sources))]
+        return
+    for animation in scene.animations:
+        if animation.extras.pop(ANIMATION_SOURCE, None) is not None:
+            animation.extras.pop("tmrf_resource", None)
+            animation.extras.pop("tmrf_name", None)
+
+
+def _encoding(value: str) -> str | None:
+    """An export choice as ``convert.from_scene`` takes it (None: as imported)."""
+    return None if value == KEEP else value.lower()
+
+
+def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
+    """Write the scene at ``path``; the extension chooses the contents. Returns the path written."""
+    path, content = export_target(path, options)
+    try:
+        model = convert.from_scene(
+            scene,
+            normals=_encoding(options.normals),
+            tangents=_encoding(options.tangents),
+            animation=_encoding(options.animation_kind),
+            s16=None if options.orientations == KEEP else options.orientations == "S16",
+            content=content,
+            axis=options.axis(),
+        )
+    except ValueError as e:  # options that do not go together
+        raise TMRFExportError(str(e)) from e
+    return write_files({path: media.write(model)})

@@ -1,0 +1,32 @@
+"""Writing a family's files all or none, and finding files whatever the case of their names."""
+
+import pytest
+from retro_models.formats.files import files_in, write_files
+
+
+def test_every_file_or_none(tmp_path):
+    (tmp_path / "a.tmd").write_bytes(b"old")
+    written = write_files({str(tmp_path / "a.tmd"): b"new", str(tmp_path / "a.tkl"): b"keys"})
+    assert written == [str(tmp_path / "a.tmd"), str(tmp_path / "a.tkl")]
+    assert (tmp_path / "a.tmd").read_bytes() == b"new"
+    (tmp_path / "a.tml").mkdir()  # a folder where a file should go
+    with pytest.raises(IsADirectoryError):
+        write_files({str(tmp_path / "a.tmd"): b"newer", str(tmp_path / "a.tml"): b"materials"})
+    assert (tmp_path / "a.tmd").read_bytes() == b"new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.tkl", "a.tmd", "a.tml"]
+
+
+def test_a_failure_midway_puts_the_old_files_back(tmp_path):
+    (tmp_path / "a.tmd").write_bytes(b"old")
+    with pytest.raises(OSError):
+        write_files({str(tmp_path / "a.tmd"): b"new", str(tmp_path / "missing" / "a.tkl"): b"keys"})
+    assert (tmp_path / "a.tmd").read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.tmd"]
+
+
+def test_files_in_ignores_case(tmp_path):
+    for name in ("Demo.TKL", "demo.tml", "notes.txt"):
+        (tmp_path / name).write_bytes(b"")
+    assert files_in(str(tmp_path), ".tkl") == {"demo.tkl": str(tmp_path / "Demo.TKL")}
+    assert set(files_in(str(tmp_path))) == {"demo.tkl", "demo.tml", "notes.txt"}
+    assert files_in(str(tmp_path / "absent"), ".tkl") == {}
