@@ -298,14 +298,14 @@ def smallest_frac(sources: list[TrackSource], hint: int | None) -> int:
 
 def _framing_extras(framing: Framing, gaps: list[bytes] | None) -> dict:
     extras = {
-        "tag": framing.tag.hex(),
-        "trailer": framing.trailer.hex(),
+        "tag": framing.tag,
+        "trailer": framing.trailer,
         "section_count_delta": framing.section_count_delta,
         "file_size_delta": framing.file_size_delta,
         "size_overrun": framing.size_overrun,
     }
     if gaps is not None:
-        extras["gaps"] = [gap.hex() for gap in gaps]
+        extras["gaps"] = list(gaps)
     return extras
 
 
@@ -313,15 +313,15 @@ def _framing(extras: dict, exact: bool) -> tuple[Framing, list[bytes] | None]:
     """The file framing from extras; gaps and trailer only when the banks were reused as they were."""
     framing = Framing()
     if "tag" in extras:
-        framing.tag = bytes.fromhex(extras["tag"])
+        framing.tag = bytes(extras["tag"])
     if not exact:
         return framing, None
-    framing.trailer = bytes.fromhex(extras.get("trailer", ""))
+    framing.trailer = bytes(extras.get("trailer", b""))
     framing.section_count_delta = int(extras.get("section_count_delta", 0))
     framing.file_size_delta = int(extras.get("file_size_delta", 0))
     framing.size_overrun = int(extras.get("size_overrun", 0))
     gaps = extras.get("gaps")
-    return framing, None if gaps is None else [bytes.fromhex(gap) for gap in gaps]
+    return framing, None if gaps is None else [bytes(gap) for gap in gaps]
 
 
 def _remap_extras(remap: np.ndarray | None) -> list[int] | None:
@@ -467,9 +467,9 @@ def bck_to_scene(bck: BCK, joint_names: list[str], name: str = "", filename: str
         **_framing_extras(bck.framing, bck.gaps),
     }
     if bck.sounds is not None:
-        extras["sounds"] = np.ascontiguousarray(bck.sounds, SOUND_DTYPE).tobytes().hex()
-        extras["sound_padding"] = bck.sound_padding.hex()
-        extras["sound_gap"] = bck.sound_gap.hex()
+        extras["sounds"] = np.ascontiguousarray(bck.sounds, SOUND_DTYPE).tobytes()
+        extras["sound_padding"] = bck.sound_padding
+        extras["sound_gap"] = bck.sound_gap
     animation = _animation(name, "bck", bck.loop_mode, bck.length, channels, extras)
     return Scene(name=name, animations=[animation])
 
@@ -486,9 +486,9 @@ def bck_from_animation(animation: Animation, joint_names: list[str]) -> BCK:
     framing, gaps = _framing(extras, exact)
     bck = BCK(loop_mode, frac, length, tracks, *banks, gaps=gaps, framing=framing)
     if "sounds" in extras:
-        bck.sounds = np.frombuffer(bytes.fromhex(extras["sounds"]), SOUND_DTYPE).copy()
-        bck.sound_padding = bytes.fromhex(extras.get("sound_padding", "00" * 6))
-        bck.sound_gap = bytes.fromhex(extras.get("sound_gap", "")) if exact else b""
+        bck.sounds = np.frombuffer(bytes(extras["sounds"]), SOUND_DTYPE).copy()
+        bck.sound_padding = bytes(extras.get("sound_padding", bytes(6)))
+        bck.sound_gap = bytes(extras.get("sound_gap", b"")) if exact else b""
     return bck
 
 
@@ -505,7 +505,7 @@ def btk_to_scene(btk: BTK, name: str = "") -> Scene:
     extras = {
         "rotation_frac": btk.rotation_frac,
         "calculation": btk.calculation,
-        "post_fields": btk.post_fields.hex(),
+        "post_fields": btk.post_fields,
         **{
             key: _bank_extras(bank)
             for key, bank in zip(
@@ -549,7 +549,7 @@ def btk_from_animation(animation: Animation) -> BTK:
         centers.reshape(len(keys), 3),
         *banks,
         remap=_remap(extras, "remap", len(keys)),
-        post_fields=bytes.fromhex(extras.get("post_fields", "00" * 40)),
+        post_fields=bytes(extras.get("post_fields", bytes(40))),
         calculation=int(extras.get("calculation", 0)),
         gaps=gaps,
         framing=framing,
@@ -643,7 +643,7 @@ def bpk_to_scene(bpk: BPK, name: str = "") -> Scene:
     channels = _color_channels(
         bpk.tracks, bpk.banks, bpk.material_names, ["color.material"] * len(bpk.tracks)
     )
-    extras: dict = {"unused": bpk.unused.hex()}
+    extras: dict = {"unused": bpk.unused}
     for c, bank in enumerate(bpk.banks):
         extras[f"bank_{'rgba'[c]}"] = _bank_extras(bank)
     remap = _remap_extras(bpk.remap)
@@ -673,7 +673,7 @@ def bpk_from_animation(animation: Animation) -> BPK:
         list(entries),
         banks,
         remap=_remap(extras, "remap", len(entries)),
-        unused=bytes.fromhex(extras.get("unused", "ffffff")),
+        unused=bytes(extras.get("unused", b"\xff" * 3)),
         gaps=gaps,
         framing=framing,
     )

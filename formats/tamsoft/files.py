@@ -57,7 +57,7 @@ def _stored_container(package: cat.Package) -> dict:
     return {
         "endian": container.endian,
         "header_size": container.header_size,
-        "name_block": container.name_block.hex(),
+        "name_block": container.name_block,
         "index": package.index,
         "model_sha1": hashlib.sha1(container.payloads[package.index]).hexdigest(),
         "payloads": [
@@ -75,7 +75,7 @@ def container_bytes(stored: dict, model_bytes: bytes) -> bytes:
     unchanged = hashlib.sha1(model_bytes).hexdigest() == stored["model_sha1"]
     payloads[index] = model_bytes if unchanged else b""
     container = cat.CAT(
-        stored["endian"], stored["header_size"], bytes.fromhex(stored["name_block"]), payloads
+        stored["endian"], stored["header_size"], stored["name_block"], payloads
     )
     return cat.write(cat.replace_payload(container, index, model_bytes))
 
@@ -87,7 +87,7 @@ def _stored_texture_container(package: cat.Package) -> dict:
     return {
         "endian": container.endian,
         "header_size": container.header_size,
-        "name_block": container.name_block.hex(),
+        "name_block": container.name_block,
         "texture_count": count,
         "other_payloads": [base64.b64encode(p).decode("ascii") for p in container.payloads[count:]],
     }
@@ -98,7 +98,7 @@ def texture_container_bytes(stored: dict, images) -> tuple[bytes, list[str]]:
     payloads, warnings = convert.texture_payloads(images, stored["texture_count"])
     payloads += [base64.b64decode(p) for p in stored["other_payloads"]]
     container = cat.CAT(
-        stored["endian"], stored["header_size"], bytes.fromhex(stored["name_block"]), payloads
+        stored["endian"], stored["header_size"], stored["name_block"], payloads
     )
     return cat.write(container), warnings
 

@@ -276,5 +276,5 @@ def test_sound_block_travels_in_the_extras():
     data += struct.pack(">H", 1) + bytes(6) + sound
     data[8:12] = struct.pack(">I", len(data))
     scene = convert.to_scene(bck.read(bytes(data)), JOINTS)
-    assert isinstance(scene.animations[0].extras["sounds"], str)
+    assert isinstance(scene.animations[0].extras["sounds"], bytes)
     assert bck.write(convert.from_scene(scene, joint_names=JOINTS)) == bytes(data)
