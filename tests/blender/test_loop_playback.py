@@ -22,13 +22,14 @@ from retro_models.formats.j3d.container import track_keys
 from retro_models.formats.scene import Animation
 from retro_models.formats.ttyd import model as fmt
 from retro_models.operators.blender import compat, props
-from retro_models.operators.blender.build import (
+from retro_models.operators.blender.animation import (
     INTERPOLATION_CODES,
-    MERGE_DISTANCE,
-    _loop_record,
-    _write_fcurve,
+    fcurve_rows,
+    loop_record,
+    write_fcurve,
 )
-from retro_models.operators.blender.extract import _fcurve_rows, extract_scene
+from retro_models.operators.blender.compat import MERGE_DISTANCE
+from retro_models.operators.blender.extract import extract_scene
 from support import corpus_file
 
 START, END = 0.0, 20.0
@@ -159,7 +160,7 @@ def test_looped_f_curve_repeats_the_range_and_gives_the_keys_back(
     assert " ".join("held" if "held" in changed[s] else "cut" for s in ("start", "end")) == sides
     action, slot = compat.new_action("probe", "OBJECT", "probe")
     (fcurve,) = compat.new_fcurves(action, slot, "location", [0])
-    _write_fcurve(
+    write_fcurve(
         fcurve,
         new_times,
         new_values[:, 0],
@@ -177,7 +178,7 @@ def test_looped_f_curve_repeats_the_range_and_gives_the_keys_back(
     expected = sample(times, values, interpolation, *handles, wrapped)[:, 0]
     np.testing.assert_allclose([fcurve.evaluate(f) for f in frames], expected, atol=2e-5)
     animation = Animation("probe", frame_start=start, frame_end=end, loop=True)
-    rows = _fcurve_rows(fcurve, props.to_python(_loop_record(changed, [fcurve], animation, interpolation)))
+    rows = fcurve_rows(fcurve, props.to_python(loop_record(changed, [fcurve], animation, interpolation)))
     np.testing.assert_array_equal(rows[:, 0], times.astype(np.float32))
     np.testing.assert_array_equal(rows[:, 1], values[:, 0].astype(np.float32))
     if interpolation == "BEZIER":
