@@ -8,6 +8,7 @@ import os
 import bpy
 
 from . import animation, j3d, tamsoft, tmrf, toshi, ttyd
+from .j3d_shading import color_slot_nodes  # noqa: F401  (importing it registers the J3D shading hook)
 
 # Each family module exposes ``classes`` (operators), ``IMPORTERS`` (extension →
 # loader returning a Scene), ``IMPORT_MENU`` / ``EXPORT_MENU`` entries

@@ -7,28 +7,24 @@ animated, or ``animatable_mapping`` asks for one). The first texture of each rol
 BSDF: base colour (its alpha too when the material blends or the image has alpha; through an
 "Alpha Clip" node for CLIP), normal (through a Normal Map node) or emission.
 
-Material channels (``key_channel``): ``texture.<slot>.translate|rotate|scale`` drive that slot's
-Mapping node (added in front of the slot's image node of an existing material when missing; a
-channel with extras ``center`` gets the centred chain of ``slot_mapping``), ``color.base_color``
-the Principled Base Color; any other path (e.g. ``texture.<slot>.image_index``,
-``color.konst0``) is keyed on a custom property of that name on the node tree, so it travels
-back on export (``switch_images`` shows swapped images). A channel with ``Channel.index`` keys
-that one component (colour properties get 4). J3D colour slots (``color.register<n>``,
-``color.konst<n>``, ``color.material``) are also shown in the shading by driven nodes
-(``_color_slot_nodes``).
+Material channels (``key_channel``; the paths ``formats.scene.Channel`` documents):
+``texture.<slot>.translate|rotate|scale`` drive that slot's Mapping node (added in front of the
+slot's image node of an existing material when missing; a transform about a centre,
+``TEXTURE_CENTER``, gets the chain of ``slot_mapping``), ``color.base_color`` the Principled Base
+Color; any other path (e.g. ``texture.<slot>.image_index``, a family's own colour) is keyed on a
+custom property of that name on the node tree, so it travels back on export
+(``switch_images`` shows swapped images). A channel with ``Channel.index`` keys that one
+component (colour properties get 4). A family shows its own paths in the shading through a
+material-channel hook (``hooks``).
 """
 
 from __future__ import annotations
 
-import re
-
 import bpy
 import numpy as np
 
-from ...formats.j3d.bpk import COLOR_RANGE as MATERIAL_COLOR_RANGE
-from ...formats.j3d.brk import KONST_RANGE, REGISTER_RANGE
-from ...formats.scene import Channel, Material, TextureSlot
-from . import compat, props
+from ...formats.scene import TEXTURE_CENTER, Channel, Material, TextureSlot
+from . import compat, hooks, props
 
 _WRAP_TO_EXTENSION = {"REPEAT": "REPEAT", "CLAMP": "EXTEND", "MIRROR": "MIRROR"}
 _EXTENSION_TO_WRAP = {"REPEAT": "REPEAT", "EXTEND": "CLAMP", "CLIP": "CLAMP", "MIRROR": "MIRROR"}
@@ -300,7 +296,7 @@ def key_channel(actions, material, channel: Channel, times, values, meta: dict) 
     if offsets.any():
         meta["offset"] = offsets.tolist()
     fcurves = actions.fcurves(tree, "NODETREE", data_path, len(indices), "", meta, indices)
-    _color_slot_nodes(material, channel.path)
+    hooks.run_material_channel_hooks(material, channel)
     handles = [channel.handles_left, channel.handles_right]
     for i, side in enumerate(handles):
         if side is not None:
@@ -318,7 +314,9 @@ def _channel_data_path(tree, channel: Channel, components: int) -> tuple[str, tu
     """Data path, array indices and value offsets animating a material channel (see the module docstring)."""
     path = channel.path
     mapping = mapping_input(path)
-    nodes = slot_mapping(tree, int(path.split(".")[1]), channel.extras.get("center")) if mapping else None
+    nodes = (
+        slot_mapping(tree, int(path.split(".")[1]), channel.extras.get(TEXTURE_CENTER)) if mapping else None
+    )
     if nodes is not None:
         main, rotation, center = nodes
         offsets = [0.0] * len(mapping[1])
@@ -335,95 +333,6 @@ def _channel_data_path(tree, channel: Channel, components: int) -> tuple[str, tu
     if channel.index is None or len(current if hasattr(current, "__len__") else ()) < size:
         tree[path] = [0.0] * size if size > 1 or channel.index is not None else 0.0
     return f'["{bpy.utils.escape_identifier(path)}"]', tuple(range(size)), [0.0] * size
-
-
-# J3D colour slots (formats/j3d/convert.py paths) and the range the game clamps each to.
-_COLOR_SLOT = re.compile(r"color\.(register|konst|material)(\d*)$")
-_COLOR_RANGES = {"register": REGISTER_RANGE, "konst": KONST_RANGE, "material": MATERIAL_COLOR_RANGE}
-# What the game makes of a keyed value v (colour / 255): clamped, truncated to an integer. A key's
-# float32 value can sit a hair below its integer, so values within 0.001 of the next one count as it.
-_COLOR_EXPRESSION = "trunc(clamp(v * 255, {}, {}) + (0.001 if v > 0 else -0.001)) / 255"
-
-
-def _color_slot_nodes(material, path: str) -> None:
-    """Show the colour slot keyed on the node tree property ``path`` in the shading, once per material.
-
-    An RGB node "J3D <kind> <n>" (R, G, B) and a Value node "J3D <kind> <n> alpha" are driven by the
-    property's components, as the game evaluates them (``_COLOR_EXPRESSION``); the keys stay the
-    file's curves on the property, which is what export reads back. The RGB node cannot go below 0
-    (register colours can): it shows 0, what the game's final clamp makes of a negative tint.
-
-    Wiring, the game's most common use of each slot: the material colour (BPK, MAT1 material colour
-    0) multiplies what feeds the Base Color (the texture; with nothing linked it replaces the static
-    colour), and its alpha the Alpha (only when the material is not opaque or Alpha is linked: blending
-    off, the game shows no alpha). The first TEV register or konst colour animated on a material (a
-    BRK's registers come before its konsts) tints the Base Color (Multiply, named "J3D tint"); the
-    other slots and register / konst alphas stay unwired (the TEV stages that use them are not built).
-    """
-    match = _COLOR_SLOT.match(path)
-    tree = material.node_tree
-    if match is None or tree.nodes.get(f"J3D {match[1]} {match[2] or 0}") is not None:
-        return
-    kind, number = match[1], int(match[2] or 0)
-    name = f"J3D {kind} {number}"
-    shown = sum(props.COLOR_SLOT in n for n in tree.nodes) // 2  # slots already shown (two nodes each)
-    color, alpha = tree.nodes.new("ShaderNodeRGB"), tree.nodes.new("ShaderNodeValue")
-    for k, (node, label) in enumerate(((color, name), (alpha, f"{name} alpha"))):
-        node.name = node.label = label
-        node.location = (-1000 - 250 * k, 700 + 250 * shown)
-        node[props.COLOR_SLOT] = {"path": path, "kind": kind, "slot": number}
-    expression = _COLOR_EXPRESSION.format(*_COLOR_RANGES[kind])
-    for c in range(min(len(tree[path]), 4)):
-        output, index = (alpha.outputs[0], -1) if c == 3 else (color.outputs[0], c)
-        driver = output.driver_add("default_value", index).driver
-        driver.type = "SCRIPTED"
-        variable = driver.variables.new()
-        variable.name = "v"
-        variable.targets[0].id_type = "NODETREE"
-        variable.targets[0].id = tree
-        variable.targets[0].data_path = f'["{bpy.utils.escape_identifier(path)}"][{c}]'
-        driver.expression = expression
-    bsdf = principled(tree)
-    if kind == "material":
-        _multiply_into(tree, bsdf.inputs["Base Color"], color.outputs[0], keep_default=False)
-        target = bsdf.inputs["Alpha"]
-        if (
-            target.links and target.links[0].from_node.name == "Alpha Clip"
-        ):  # the game compares the final alpha
-            target = target.links[0].from_node.inputs[0]
-        if target.links or material.get(props.ALPHA_MODE, "OPAQUE") != "OPAQUE":
-            _multiply_into(tree, target, alpha.outputs[0], keep_default=False)
-    elif tree.nodes.get("J3D tint") is None:
-        _multiply_into(tree, bsdf.inputs["Base Color"], color.outputs[0], keep_default=True).name = "J3D tint"
-
-
-def _multiply_into(tree, target, output, keep_default: bool):
-    """Feed ``target`` with ``output`` times what fed it: its link, else (``keep_default``) its own value.
-
-    The Multiply node made (None when ``output`` simply replaces an unlinked default).
-    """
-    source = target.links[0].from_socket if target.links else None
-    if source is None and not keep_default:
-        tree.links.new(output, target)
-        return None
-    if target.type == "RGBA":
-        node = tree.nodes.new("ShaderNodeMix")
-        node.data_type, node.blend_type = "RGBA", "MULTIPLY"
-        socket(node.inputs, "Factor_Float").default_value = 1.0
-        first, second = socket(node.inputs, "A_Color"), socket(node.inputs, "B_Color")
-        result = socket(node.outputs, "Result_Color")
-    else:
-        node = tree.nodes.new("ShaderNodeMath")
-        node.operation = "MULTIPLY"
-        first, second, result = node.inputs[0], node.inputs[1], node.outputs[0]
-    node.location = (output.node.location.x + 600, output.node.location.y)
-    if source is None:
-        first.default_value = target.default_value
-    else:
-        tree.links.new(source, first)
-    tree.links.new(output, second)
-    tree.links.new(result, target)
-    return node
 
 
 # -- extract --------------------------------------------------------------------
