@@ -28,11 +28,11 @@ from ...formats.curves import loop_keys, sample, split_bezier, unloop_rows, unsl
 from ...formats.scene import Animation, Channel, Scene
 from . import armature as bones
 from . import compat, material, mesh, props
+from .records import AnimationRecord, ChannelRecord, Keys, Unspread, read_record, write_record
 
 INTERPOLATION_CODES = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}
 _INTERPOLATION_NAMES = {code: name for name, code in INTERPOLATION_CODES.items()}
 _HANDLE_FREE = 0
-_UNSPREAD = "\0unspread"  # channel extras key, never a scene's: the keys before _spread_channel
 _POSE_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.(\w+)$')
 
 
@@ -129,26 +129,33 @@ class _ActionSet:
         self.group = secrets.token_hex(8)  # ties the actions of one animation together
 
     def fcurves(
-        self, id_data, id_type: str, data_path: str, count: int, group: str, meta: dict | None, indices=None
+        self,
+        id_data,
+        id_type: str,
+        data_path: str,
+        count: int,
+        group: str,
+        record: ChannelRecord | None,
+        indices=None,
     ):
-        """New F-curves for ``count`` components (array ``indices``, else 0…count−1); ``meta`` (None for
-        a duplicate) tells the extractor the channel: it becomes the channel's record (``write`` adds to it)."""
-        action, slot, channels = self.ensure(id_data, id_type)
-        if meta is not None:
-            meta.update(order=self.order, data_path=data_path)
-            channels.append(meta)
+        """New F-curves for ``count`` components (array ``indices``, else 0…count−1); ``record`` (None for
+        a duplicate) tells the extractor the channel: it joins the action's record (``write`` adds to it)."""
+        action, slot, animation_record = self.ensure(id_data, id_type)
+        if record is not None:
+            record.order, record.data_path = self.order, data_path
+            animation_record.channels.append(record)
             self.order += 1
         return compat.new_fcurves(
             action, slot, data_path, range(count) if indices is None else indices, group
         )
 
     def write(
-        self, fcurves, meta, times, values, interpolation, handles_left=None, handles_right=None
+        self, fcurves, record, times, values, interpolation, handles_left=None, handles_right=None
     ) -> None:
         """Key ``fcurves`` with the components of ``values`` (K, C) and handles (K, C, 2).
 
         A looping animation repeats its frame range, not each F-curve's keys (``loop_keys``); what that
-        adds goes to the channel record ``meta`` (None for a duplicate) for the extractor to take off.
+        adds goes to the channel ``record`` (None for a duplicate) for the extractor to take off.
         """
         animation = self.animation
         loop = animation.loop and animation.frame_end > animation.frame_start
@@ -164,8 +171,8 @@ class _ActionSet:
                 animation.frame_end,
                 compat.MERGE_DISTANCE,
             )
-            if sides and meta is not None:
-                meta["loop"] = loop_record(sides, fcurves, animation, channel_interpolation)
+            if sides and record is not None:
+                record.loop = loop_record(sides, fcurves, animation, channel_interpolation)
         for c, fcurve in enumerate(fcurves):
             write_fcurve(
                 fcurve,
@@ -178,27 +185,27 @@ class _ActionSet:
             )
 
     def ensure(self, id_data, id_type: str) -> tuple:
-        """The action (with its slot and channel records) animating ``id_data``."""
+        """The action (with its slot and record) animating ``id_data``."""
         key = id_data.as_pointer()
         if key not in self.actions:
             name = self.animation.name if not self.actions else f"{self.animation.name} {id_data.name}"
             action, slot = compat.new_action(name, id_type, id_data.name)
             action.use_fake_user = True
             self._frame_range(action)
-            action[props.ANIMATION] = {
-                "name": self.animation.name,
-                "fps": float(self.animation.fps),
-                "loop": self.animation.loop,
-                "frame_start": float(self.animation.frame_start),
-                "frame_end": float(self.animation.frame_end),
-                "skeleton": -1 if self.animation.skeleton is None else self.animation.skeleton,
-                "index": self.index,
-                "primary": not self.actions,
-                "group": self.group,
-            }
+            record = AnimationRecord(
+                self.animation.name,
+                float(self.animation.fps),
+                self.animation.loop,
+                float(self.animation.frame_start),
+                float(self.animation.frame_end),
+                self.index,
+                self.group,
+                primary=not self.actions,
+                skeleton=self.animation.skeleton,
+            )
             if not self.actions:
                 props.set_extras(action, self.animation.extras)
-            self.actions[key] = (action, slot, [])
+            self.actions[key] = (action, slot, record)
             self.result.actions.append(action)
             if self.assign:
                 compat.assign_action(id_data, action, slot)
@@ -212,9 +219,8 @@ class _ActionSet:
             action.use_cyclic = self.animation.loop
 
     def finish(self) -> None:
-        for action, _slot, channels in self.actions.values():
-            info = action[props.ANIMATION]
-            info["channels"] = channels
+        for action, _slot, record in self.actions.values():
+            write_record(action, record)
 
 
 def loop_record(sides: dict, fcurves, animation: Animation, interpolation: str) -> dict:
@@ -234,27 +240,13 @@ def loop_record(sides: dict, fcurves, animation: Animation, interpolation: str) 
     return record
 
 
-def _channel_meta(channel: Channel) -> dict:
-    meta = {"kind": channel.target_kind, "target": channel.target, "path": channel.path}
-    extras = dict(channel.extras)
-    unspread = extras.pop(_UNSPREAD, None)
-    if extras:
-        meta["extras"] = extras
-    if unspread is not None:
-        meta["unspread"] = unspread
-    return meta
-
-
-def _spread_channel(channel: Channel) -> Channel:
-    """The channel with keys too close for an F-curve spread (``_spread_close_keys``).
-
-    The file's keys go along (under ``_UNSPREAD``, moved to the channel record by
-    ``_channel_meta``) so that the extractor gives them back while the keys are unedited.
-    """
+def _spread_channel(channel: Channel) -> tuple[Channel, Unspread | None]:
+    """The channel with keys too close for an F-curve spread (``_spread_close_keys``), and the keys before
+    and after, for the channel's record: the extractor gives the file's back while the keys are unedited."""
     times, values = _keys(channel)
     gaps = np.diff(times)
     if not ((gaps >= 0) & (gaps < compat.MERGE_DISTANCE)).any():
-        return channel
+        return channel, None
     bezier = channel.handles_left is not None and channel.handles_right is not None
     shape = values.shape + (2,)
     left = np.asarray(channel.handles_left, np.float64).reshape(shape) if bezier else None
@@ -272,12 +264,8 @@ def _spread_channel(channel: Channel) -> Channel:
         handles_left=np.stack([column[2] for column in columns], axis=1) if bezier else None,
         handles_right=np.stack([column[3] for column in columns], axis=1) if bezier else None,
     )
-    original = {"times": times.tolist(), "values": values.tolist(), "spread_times": spread.times.tolist()}
-    original["spread_values"] = spread.values.tolist()
-    if bezier:
-        original.update(handles_left=left.tolist(), handles_right=right.tolist())
-    spread.extras = {**channel.extras, _UNSPREAD: original}
-    return spread
+    original = Keys(times, values, channel.interpolation, left, right)
+    return spread, Unspread(original, Keys(spread.times, spread.values, channel.interpolation))
 
 
 def _keys(channel: Channel):
@@ -320,11 +308,14 @@ def build_animation(
     if maps is not None:
         channels = bones.component_channels(animation.channels, maps, armature, pose_names)
     for channel, parts in channels:
-        channel = _spread_channel(channel)
+        record = ChannelRecord(channel.target_kind, channel.target, channel.path, extras=dict(channel.extras))
+        channel, record.unspread = _spread_channel(channel)
         times, values = _keys(channel)
         if len(times) == 0:
             continue
-        if not _key_channel(actions, channel, times, values, parts, targets, maps, armature, pose_names):
+        if not _key_channel(
+            actions, channel, record, times, values, parts, targets, maps, armature, pose_names
+        ):
             kind = channel.target_kind
             result.warnings.append(
                 f"{animation.name}: channel {kind} {channel.target!r} {channel.path} has no target"
@@ -335,17 +326,16 @@ def build_animation(
     return actions.group
 
 
-def _key_channel(actions, channel, times, values, parts, targets, maps, armature, pose_names) -> bool:
+def _key_channel(actions, channel, record, times, values, parts, targets, maps, armature, pose_names) -> bool:
     """Key one channel on what it animates; False when the Scene built nothing it can animate."""
     kind, target = channel.target_kind, channel.target
-    meta = _channel_meta(channel)
     if kind == "bone" and maps is not None and target in maps and channel.path in bones.BONE_PATHS:
         bones.key_bone_channel(
             actions,
             channel,
             times,
             values,
-            meta,
+            record,
             maps[target],
             armature,
             pose_names[target],
@@ -353,19 +343,19 @@ def _key_channel(actions, channel, times, values, parts, targets, maps, armature
             parts,
         )
     elif kind == "object" and channel.path == "hide" and target in targets["object"]:
-        mesh.key_visibility(actions, targets["object"][target], times, values, meta)
+        mesh.key_visibility(actions, targets["object"][target], times, values, record)
     elif (
         kind == "shape_key"
         and target in targets["shape_key"]
         and targets["shape_key"][target].data.shape_keys
     ):
         key = targets["shape_key"][target].data.shape_keys
-        if not mesh.key_shape(actions, key, channel, times, values, meta):
+        if not mesh.key_shape(actions, key, channel, times, values, record):
             actions.result.warnings.append(
                 f"{actions.animation.name}: no shape key {channel.path!r} on {target}"
             )
     elif kind == "material" and target in targets["material"]:
-        material.key_channel(actions, targets["material"][target], channel, times, values, meta)
+        material.key_channel(actions, targets["material"][target], channel, times, values, record)
     else:
         return False
     return True
@@ -386,7 +376,8 @@ def set_scene_frame_rate(scene, animation: Animation) -> None:
 
 def extract_animations(context, armature_obj, skeleton, mesh_objs, materials, actions, renamed, recorded):
     """The animations of the given actions, or of those imported with these objects and those assigned to them."""
-    tagged = [a for a in bpy.data.actions if props.ANIMATION in a]
+    records = {a.as_pointer(): r for a in bpy.data.actions if (r := read_record(a)) is not None}
+    tagged = [a for a in bpy.data.actions if a.as_pointer() in records]
     if actions is None:
         owners = [
             armature_obj,
@@ -398,22 +389,26 @@ def extract_animations(context, armature_obj, skeleton, mesh_objs, materials, ac
         assigned = [a for a in assigned if a is not None]
         if armature_obj is not None and props.ANIMATIONS in armature_obj.data:
             recorded = props.to_python(armature_obj.data[props.ANIMATIONS])
-        groups = set(recorded) | {a[props.ANIMATION]["group"] for a in assigned if props.ANIMATION in a}
+        groups = set(recorded) | {
+            records[a.as_pointer()].group for a in assigned if a.as_pointer() in records
+        }
         actions = [
-            a for a in tagged if a[props.ANIMATION]["primary"] and a[props.ANIMATION]["group"] in groups
+            a for a in tagged if records[a.as_pointer()].primary and records[a.as_pointer()].group in groups
         ]
-        actions.sort(key=lambda a: a[props.ANIMATION]["index"])
+        actions.sort(key=lambda a: records[a.as_pointer()].index)
         if armature_obj is not None:
-            actions += [a for a in assigned[:1] if props.ANIMATION not in a]
+            actions += [a for a in assigned[:1] if a.as_pointer() not in records]
     maps = bones.bone_maps(skeleton) if skeleton is not None else {}
     animations = []
     for action in actions:
-        if props.ANIMATION not in action:
+        record = records.get(action.as_pointer())
+        if record is None:
             animations.append(_untagged_animation(context, action, maps))
             continue
-        group = action[props.ANIMATION]["group"]
-        members = [a for a in tagged if a[props.ANIMATION]["group"] == group]
-        animations.append(_tagged_animation(action, members, maps, renamed))
+        members = [
+            (a, records[a.as_pointer()]) for a in tagged if records[a.as_pointer()].group == record.group
+        ]
+        animations.append(_tagged_animation(action, record, members, maps, renamed))
     return animations
 
 
@@ -475,80 +470,73 @@ def _read_keys(fcurves, loop: dict | None = None):
     return times, np.stack(columns, axis=1), "LINEAR", None, None
 
 
-def _animation_of(action, info: dict) -> Animation:
-    frame_start, frame_end = info["frame_start"], info["frame_end"]
+def _animation_of(action, record: AnimationRecord) -> Animation:
+    frame_start, frame_end = record.frame_start, record.frame_end
     if action.use_frame_range:
         frame_start, frame_end = float(action.frame_start), float(action.frame_end)
     # The imported name while Blender's differs only by a ".001" suffix; the user's rename otherwise.
-    name = (
-        info["name"] if re.fullmatch(re.escape(info["name"]) + r"(\.\d{3,})?", action.name) else action.name
-    )
+    name = record.name if re.fullmatch(re.escape(record.name) + r"(\.\d{3,})?", action.name) else action.name
     return Animation(
         name,
-        fps=info["fps"],
+        fps=record.fps,
         frame_start=frame_start,
         frame_end=frame_end,
-        loop=info["loop"],
-        skeleton=None if info["skeleton"] < 0 else info["skeleton"],
+        loop=record.loop,
+        skeleton=record.skeleton,
         extras=props.get_extras(action),
     )
 
 
-def _tagged_animation(primary, members, maps, renamed) -> Animation:
-    animation = _animation_of(primary, props.to_python(primary[props.ANIMATION]))
+def _tagged_animation(primary, record: AnimationRecord, members, maps, renamed) -> Animation:
+    """The Scene animation of an action group (``members``: (action, record) pairs) in channel order."""
+    animation = _animation_of(primary, record)
     entries = []
-    for action in members:
+    for action, action_record in members:
         curves = _curves_by_path(action)
-        for meta in props.to_python(action[props.ANIMATION]).get("channels", []):
-            if meta["data_path"] in curves:
-                entries.append((meta["order"], meta, curves[meta["data_path"]]))
-    for _order, meta, fcurves in sorted(entries, key=lambda e: e[0]):
-        if "array_index" in meta:  # one component of a vector whose other components are other channels
-            fcurves = [fc for fc in fcurves if fc.array_index == meta["array_index"]]
-        target = renamed.get((meta["kind"], meta["target"]), meta["target"])
-        pose = _POSE_PATH.match(meta["data_path"]) if meta["kind"] == "bone" else None
+        entries += [(c, curves[c.data_path]) for c in action_record.channels if c.data_path in curves]
+    for channel_record, fcurves in sorted(entries, key=lambda e: e[0].order):
+        if channel_record.array_index is not None:  # one component; the others are other channels
+            fcurves = [fc for fc in fcurves if fc.array_index == channel_record.array_index]
+        target = renamed.get((channel_record.kind, channel_record.target), channel_record.target)
+        pose = _POSE_PATH.match(channel_record.data_path) if channel_record.kind == "bone" else None
         if pose is not None:  # the bone's name in Blender, which the skeleton uses
             target = _unescape(pose.group(1))
-        animation.channels += _recorded_channels(meta, fcurves, target, maps)
+        animation.channels += _recorded_channels(channel_record, fcurves, target, maps)
     return animation
 
 
-def _recorded_channels(meta: dict, fcurves, target: str, maps) -> list[Channel]:
+def _recorded_channels(record: ChannelRecord, fcurves, target: str, maps) -> list[Channel]:
     """The Scene channels one channel record and its F-curves give (several for merged components)."""
-    keys = _read_keys(fcurves, meta.get("loop"))
+    keys = _read_keys(fcurves, record.loop)
     if keys is None:
         return []
-    if "parts" in meta and _keys_hash(fcurves, meta.get("loop")) == meta["written"]:
-        return [bones.part_channel(part, meta, target) for part in meta["parts"]]  # unedited: as imported
+    if record.parts and _keys_hash(fcurves, record.loop) == record.written:
+        return [
+            bones.part_channel(part, record.path, target) for part in record.parts
+        ]  # unedited: as imported
     times, values, interpolation, left, right = keys
     channel = Channel(
-        meta["kind"],
-        target,
-        meta["path"],
-        times,
-        values,
-        interpolation,
-        left,
-        right,
-        extras=meta.get("extras", {}),
+        record.kind, target, record.path, times, values, interpolation, left, right, record.extras
     )
-    if meta["kind"] == "bone":
+    if record.kind == "bone":
         pose_path = fcurves[0].data_path.rsplit(".", 1)[1]
-        if "index" in meta:
-            channel = bones.component_channel(channel, pose_path, fcurves[0].array_index, maps, meta["index"])
+        if record.index is not None:
+            channel = bones.component_channel(channel, pose_path, fcurves[0].array_index, maps, record.index)
         else:
-            channel = bones.relative_channel(channel, pose_path, maps, meta)
+            channel = bones.relative_channel(channel, pose_path, maps, record.flipped, record.baked)
         if channel is None:
             return []
-        if "parts" in meta:  # merged per-component channels, edited: split them again
-            return bones.split(channel, meta["parts"])
-        if "source" in meta and _keys_hash(fcurves, meta.get("loop")) == meta["written"]:  # unedited: exact
-            channel.values = np.array(meta["source"], np.float64).reshape(channel.values.shape)
-        if "slerp" in meta and channel.path == "rotation_quaternion" and channel.interpolation == "LINEAR":
-            channel.times, channel.values = unslerp_keys(channel.times, channel.values, meta["slerp"])
+        if record.parts:  # merged per-component channels, edited: split them again
+            return bones.split(channel, record.parts)
+        if (
+            record.source is not None and _keys_hash(fcurves, record.loop) == record.written
+        ):  # unedited: exact
+            channel.values = record.source.reshape(channel.values.shape)
+        if record.slerp and channel.path == "rotation_quaternion" and channel.interpolation == "LINEAR":
+            channel.times, channel.values = unslerp_keys(channel.times, channel.values, record.slerp)
     else:  # one component, or keys offset by a texture transform's centre (material.key_channel)
-        channel.index = meta.get("index")
-        offset = np.asarray(meta.get("offset", 0.0), np.float64)
+        channel.index = record.index
+        offset = np.asarray(record.offset or 0.0, np.float64)
         channel.values = channel.values - offset
         for side in ("handles_left", "handles_right"):
             handles = getattr(channel, side)
@@ -556,26 +544,24 @@ def _recorded_channels(meta: dict, fcurves, target: str, maps) -> list[Channel]:
                 handles = handles.copy()
                 handles[..., 1] -= offset
                 setattr(channel, side, handles)
-    if "unspread" in meta:
-        _unspread(channel, meta["unspread"])
+    if record.unspread is not None:
+        _unspread(channel, record.unspread)
     return [channel]
 
 
-def _unspread(channel: Channel, keys: dict) -> None:
+def _unspread(channel: Channel, unspread: Unspread) -> None:
     """The file's keys back in place of those the builder spread apart, while they are unedited."""
-    spread_values = np.array(keys["spread_values"], np.float64)
-    if len(channel.times) != len(keys["spread_times"]) or channel.values.shape != spread_values.shape:
+    spread = unspread.spread
+    if len(channel.times) != len(spread.times) or channel.values.shape != spread.values.shape:
         return
     if not (
-        np.allclose(channel.times, keys["spread_times"], rtol=0, atol=1e-3)
-        and np.allclose(channel.values, spread_values, rtol=1e-5, atol=1e-6)
+        np.allclose(channel.times, spread.times, rtol=0, atol=1e-3)
+        and np.allclose(channel.values, spread.values, rtol=1e-5, atol=1e-6)
     ):
         return
-    channel.times = np.array(keys["times"], np.float64)
-    channel.values = np.array(keys["values"], np.float64)
-    if "handles_left" in keys and channel.handles_left is not None:
-        channel.handles_left = np.array(keys["handles_left"], np.float64)
-        channel.handles_right = np.array(keys["handles_right"], np.float64)
+    channel.times, channel.values = unspread.keys.times, unspread.keys.values
+    if unspread.keys.handles_left is not None and channel.handles_left is not None:
+        channel.handles_left, channel.handles_right = unspread.keys.handles_left, unspread.keys.handles_right
 
 
 def _keys_hash(fcurves, loop: dict | None) -> str:
@@ -608,7 +594,7 @@ def _untagged_animation(context, action, maps) -> Animation:
         channel = Channel(
             "bone", _unescape(match.group(1)), match.group(2), times, values, interpolation, left, right
         )
-        channel = bones.relative_channel(channel, match.group(2), maps, {})
+        channel = bones.relative_channel(channel, match.group(2), maps, [], "")
         if channel is not None:
             animation.channels.append(channel)
     return animation

@@ -44,6 +44,7 @@ from ...formats.curves import (
 )
 from ...formats.scene import Channel, Scene, Skeleton, matrix_to_quat, quat_to_matrix
 from . import compat, props
+from .records import ChannelRecord, Keys, Part
 
 BONE_PATHS = ("location", "rotation_quaternion", "rotation_euler", "scale")
 
@@ -292,23 +293,19 @@ def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
     return Channel("bone", first.target, first.path, times, values, interpolation, left, right, first.extras)
 
 
-def _part_record(channel: Channel) -> dict:
-    """A per-component channel as plain values, for the action's channel records."""
-    record = {
-        "index": channel.index,
-        "times": np.asarray(channel.times, np.float64).tolist(),
-        "values": np.asarray(channel.values, np.float64).ravel().tolist(),
-        "interpolation": channel.interpolation,
-        "extras": channel.extras,
-    }
-    if channel.handles_left is not None and channel.handles_right is not None:
-        record["handles_left"] = np.asarray(channel.handles_left, np.float64).ravel().tolist()
-        record["handles_right"] = np.asarray(channel.handles_right, np.float64).ravel().tolist()
-    return record
+def _part(channel: Channel) -> Part:
+    """A per-component channel, for the record of the channel it is merged into."""
+    times = np.asarray(channel.times, np.float64)
+    handles = (channel.handles_left, channel.handles_right)
+    if handles[0] is None or handles[1] is None:
+        handles = (None, None)
+    handles = [None if h is None else np.asarray(h, np.float64).reshape(len(times), 1, 2) for h in handles]
+    values = np.asarray(channel.values, np.float64).reshape(len(times), 1)
+    return Part(channel.index, Keys(times, values, channel.interpolation, *handles), dict(channel.extras))
 
 
 def key_bone_channel(
-    actions, channel, times, values, meta, maps: BoneMaps, armature, pose_name, result, parts
+    actions, channel, times, values, record: ChannelRecord, maps: BoneMaps, armature, pose_name, result, parts
 ):
     """Key a bone channel on the pose bone ``pose_name``; ``parts``: the per-component channels it merges
     (see ``component_channels``), else None."""
@@ -320,45 +317,43 @@ def key_bone_channel(
     data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
     if channel.index is not None:  # one component onto one pose component: factor and offset only
         component, factor, offset = _single_component(channel, maps, pose_bone)
-        meta.update(index=channel.index, array_index=component)
+        record.index, record.array_index = channel.index, component
         if hl is not None and hr is not None:
             hl, hr = hl.copy(), hr.copy()
             hl[..., 1] = hl[..., 1] * factor + offset
             hr[..., 1] = hr[..., 1] * factor + offset
-        (fcurve,) = actions.fcurves(armature, "OBJECT", data_path, 1, pose_name, meta, (component,))
-        actions.write([fcurve], meta, times, values * factor + offset, interpolation, hl, hr)
+        (fcurve,) = actions.fcurves(armature, "OBJECT", data_path, 1, pose_name, record, (component,))
+        actions.write([fcurve], record, times, values * factor + offset, interpolation, hl, hr)
         return
     if path == "rotation_quaternion" and interpolation == "LINEAR":
         # Before the map: it is orthogonal on quaternions, so it carries the slerp, but which arc is
         # the shorter between keys half a turn apart (dot 0) is the channel's to say, not rounding's.
         times, values, added = slerp_keys(times, values, compat.MERGE_DISTANCE)
         if len(added):
-            meta["slerp"] = added.tolist()
+            record.slerp = added.tolist()
     mapped = None
     if path in maps.maps and not (path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"):
         mapped = map_keys(values, hl, hr, interpolation, *maps.maps[path])
     if mapped is None:
-        times, mapped, interpolation, path = _bake(channel, times, values, hl, hr, maps, meta)
+        times, mapped, interpolation, path = _bake(channel, times, values, hl, hr, maps, record)
         result.baked.append(f"{actions.animation.name}: {channel.target} {channel.path}")
     new_values, hl, hr = mapped
     if path == "rotation_quaternion":
-        new_values, hl, hr = _continuous(new_values, hl, hr, meta)
+        new_values, hl, hr = _continuous(new_values, hl, hr, record)
     if parts is not None:
         co = np.stack(np.broadcast_arrays(np.asarray(times)[None, :], new_values.T), axis=-1)
-        meta.update(parts=[_part_record(p) for p in parts], written=keys_hash(co, interpolation))
-    elif "baked" not in meta and not _float32_exact(values, mapped[0], maps.inverses[path]):
+        record.parts, record.written = [_part(p) for p in parts], keys_hash(co, interpolation)
+    elif not record.baked and not _float32_exact(values, mapped[0], maps.inverses[path]):
         # F-curves hold float32 pose values; mapped back, the last bit of a value can change. The
         # file's values stay with the keys for the extractor, used while the keys are unedited.
         co = np.stack(np.broadcast_arrays(np.asarray(times)[None, :], new_values.T), axis=-1)
-        meta.update(
-            source=np.asarray(values, np.float64).ravel().tolist(), written=keys_hash(co, interpolation)
-        )
+        record.source, record.written = np.asarray(values, np.float64).ravel(), keys_hash(co, interpolation)
     data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
-    fcurves = actions.fcurves(armature, "OBJECT", data_path, new_values.shape[1], pose_name, meta)
-    actions.write(fcurves, meta, times, new_values, interpolation, hl, hr)
+    fcurves = actions.fcurves(armature, "OBJECT", data_path, new_values.shape[1], pose_name, record)
+    actions.write(fcurves, record, times, new_values, interpolation, hl, hr)
 
 
-def _bake(channel, times, values, hl, hr, maps: BoneMaps, meta: dict):
+def _bake(channel, times, values, hl, hr, maps: BoneMaps, record: ChannelRecord):
     """(frames, (pose values, None, None), "LINEAR", pose path) of a channel no affine map carries: sampled
     at every frame (``bake_frames``); eulers become quaternions."""
     frames = bake_frames(times)
@@ -367,19 +362,19 @@ def _bake(channel, times, values, hl, hr, maps: BoneMaps, meta: dict):
     if path == "rotation_euler":
         path = "rotation_quaternion"
         sampled = matrix_to_quat(maps.basis_rotation(euler_to_matrix(sampled)))
-        meta["baked"] = "rotation_euler"
+        record.baked = "rotation_euler"
     else:
         sampled = sampled @ maps.maps[path][0].T + maps.maps[path][1]
-        meta["baked"] = path
+        record.baked = path
     return frames, (sampled, None, None), "LINEAR", path
 
 
-def _continuous(values, hl, hr, meta: dict):
+def _continuous(values, hl, hr, record: ChannelRecord):
     """Quaternion keys (and handles) sign-flipped into the hemisphere of the previous key; flips recorded."""
     signs = continuity_signs(values)
     flipped = np.flatnonzero(signs < 0)
-    if len(flipped) and "baked" not in meta:
-        meta["flipped"] = flipped.tolist()
+    if len(flipped) and not record.baked:
+        record.flipped = flipped.tolist()
     values = values * signs[:, None]
     if hl is not None:
         hl = hl.copy()
@@ -474,30 +469,28 @@ def _parents_first(names: list[str], bones) -> list[str]:
 # -- bone channels, extract side --------------------------------------------------
 
 
-def part_channel(part: dict, meta: dict, target: str) -> Channel:
-    """A recorded per-component channel (``_part_record``), as imported."""
-    count = len(part["times"])
-    channel = Channel(
+def part_channel(part: Part, path: str, target: str) -> Channel:
+    """A recorded per-component channel (``_part``), as imported."""
+    keys = part.keys
+    return Channel(
         "bone",
         target,
-        meta["path"],
-        np.array(part["times"], np.float64),
-        np.array(part["values"], np.float64).reshape(count, 1),
-        part["interpolation"],
-        extras=part["extras"],
-        index=part["index"],
+        path,
+        keys.times,
+        keys.values,
+        keys.interpolation,
+        keys.handles_left,
+        keys.handles_right,
+        extras=part.extras,
+        index=part.index,
     )
-    if "handles_left" in part:
-        channel.handles_left = np.array(part["handles_left"], np.float64).reshape(count, 1, 2)
-        channel.handles_right = np.array(part["handles_right"], np.float64).reshape(count, 1, 2)
-    return channel
 
 
-def split(channel: Channel, parts: list[dict]) -> list[Channel]:
+def split(channel: Channel, parts: list[Part]) -> list[Channel]:
     """A whole-vector channel as the per-component channels it was merged from."""
     out = []
     for part in parts:
-        i = part["index"]
+        i = part.index
         out.append(
             Channel(
                 channel.target_kind,
@@ -508,7 +501,7 @@ def split(channel: Channel, parts: list[dict]) -> list[Channel]:
                 channel.interpolation,
                 None if channel.handles_left is None else channel.handles_left[:, i : i + 1],
                 None if channel.handles_right is None else channel.handles_right[:, i : i + 1],
-                extras=part["extras"],
+                extras=part.extras,
                 index=i,
             )
         )
@@ -533,24 +526,25 @@ def component_channel(channel: Channel, pose_path: str, component: int, maps, in
     return channel
 
 
-def relative_channel(channel: Channel, pose_path: str, maps, meta: dict) -> Channel | None:
-    """A pose-space channel turned back into the parent-relative one of the scene (inverse of the build)."""
+def relative_channel(
+    channel: Channel, pose_path: str, maps, flipped: list[int], baked: str
+) -> Channel | None:
+    """A pose-space channel turned back into the parent-relative one of the scene (inverse of the build):
+    ``flipped`` keys' signs flipped back, a quaternion channel ``baked`` from eulers turned back into eulers."""
     bone = maps.get(channel.target)
     if bone is None or pose_path not in BONE_PATHS:
         return None
     values, left, right = channel.values, channel.handles_left, channel.handles_right
-    if pose_path == "rotation_quaternion" and meta.get("flipped") and max(meta["flipped"]) < len(values):
+    if pose_path == "rotation_quaternion" and flipped and max(flipped) < len(values):
         signs = np.ones(len(values))
-        signs[meta["flipped"]] = -1
+        signs[flipped] = -1
         values = values * signs[:, None]
         if left is not None:
             left, right = left.copy(), right.copy()
             left[..., 1] *= signs[:, None]
             right[..., 1] *= signs[:, None]
-    if meta.get("baked") == "rotation_euler" or (
-        pose_path == "rotation_euler" and pose_path not in bone.maps
-    ):
-        if meta.get("baked") != "rotation_euler":  # Euler keys of a rotated rest: convert every frame
+    if baked == "rotation_euler" or (pose_path == "rotation_euler" and pose_path not in bone.maps):
+        if baked != "rotation_euler":  # Euler keys of a rotated rest: convert every frame
             frames = bake_frames(channel.times)
             values = sample(channel.times, values, channel.interpolation, left, right, frames)
             channel.times = frames

@@ -36,6 +36,7 @@ from .armature import bone_maps, build_armature, rotation_modes
 from .image import build_image, build_images, pixels_hash  # noqa: F401  (pixels_hash: for the operators)
 from .material import build_material, mapping_input, mapping_node_name, switch_images  # noqa: F401
 from .mesh import build_mesh, show_animated_visibility
+from .records import read_record
 
 
 @dataclass
@@ -154,7 +155,7 @@ def replace_animations(scene: Scene, armature_obj) -> BuildResult:
     """
     record = props.import_record([armature_obj])
     old_groups = set(props.to_python(armature_obj.data.get(props.ANIMATIONS, [])))
-    for action in [a for a in bpy.data.actions if a.get(props.ANIMATION, {}).get("group") in old_groups]:
+    for action in [a for a in bpy.data.actions if getattr(read_record(a), "group", None) in old_groups]:
         bpy.data.actions.remove(action)
     result = BuildResult(record or armature_obj.users_collection[0], armatures=[armature_obj])
     scene = dataclasses.replace(scene, meshes=[], materials=[], images=[])  # bone channels only

@@ -25,6 +25,7 @@ import numpy as np
 
 from ...formats.scene import TEXTURE_CENTER, Channel, Material, TextureSlot
 from . import compat, hooks, props
+from .records import ChannelRecord
 
 _WRAP_TO_EXTENSION = {"REPEAT": "REPEAT", "CLAMP": "EXTEND", "MIRROR": "MIRROR"}
 _EXTENSION_TO_WRAP = {"REPEAT": "REPEAT", "EXTEND": "CLAMP", "CLIP": "CLAMP", "MIRROR": "MIRROR"}
@@ -282,7 +283,7 @@ def _insert_mapping(tree, before, name: str):
 # -- material channels ----------------------------------------------------------
 
 
-def key_channel(actions, material, channel: Channel, times, values, meta: dict) -> None:
+def key_channel(actions, material, channel: Channel, times, values, record: ChannelRecord) -> None:
     """Key a material channel on the material's node tree: a whole vector, or one component."""
     tree = material.node_tree
     data_path, indices, offsets = _channel_data_path(tree, channel, values.shape[1])
@@ -291,18 +292,18 @@ def key_channel(actions, material, channel: Channel, times, values, meta: dict) 
             indices[channel.index : channel.index + 1],
             offsets[channel.index : channel.index + 1],
         )
-        meta.update(index=channel.index, array_index=indices[0])
+        record.index, record.array_index = channel.index, indices[0]
     offsets = np.asarray(offsets, np.float64)
     if offsets.any():
-        meta["offset"] = offsets.tolist()
-    fcurves = actions.fcurves(tree, "NODETREE", data_path, len(indices), "", meta, indices)
+        record.offset = offsets.tolist()
+    fcurves = actions.fcurves(tree, "NODETREE", data_path, len(indices), "", record, indices)
     hooks.run_material_channel_hooks(material, channel)
     handles = [channel.handles_left, channel.handles_right]
     for i, side in enumerate(handles):
         if side is not None:
             handles[i] = np.array(side, np.float64)
             handles[i][..., 1] += offsets
-    actions.write(fcurves, meta, times, values + offsets, channel.interpolation, *handles)
+    actions.write(fcurves, record, times, values + offsets, channel.interpolation, *handles)
 
 
 def _socket_path(node, socket_name: str) -> str:

@@ -21,6 +21,7 @@ from mathutils import Matrix
 from ...formats.scene import Layer, Mesh, ShapeKey, Skeleton
 from . import compat, props
 from .objects import deformed_by
+from .records import ChannelRecord
 
 # How far Blender's corner normals may drift from the source normals that are still exported.
 _NORMAL_TOLERANCE = 1e-3
@@ -196,23 +197,22 @@ def show_animated_visibility(context, objects, meshes: list[Mesh], animated: set
 # -- channels -----------------------------------------------------------------
 
 
-def key_visibility(actions, obj, times, values, meta: dict) -> None:
-    """An object ``hide`` channel: the same CONSTANT keys on ``hide_viewport`` and ``hide_render``."""
-    for data_path in ("hide_viewport", "hide_render"):
-        record = meta if data_path == "hide_viewport" else None
-        fcurves = actions.fcurves(obj, "OBJECT", data_path, 1, "", record)
-        actions.write(fcurves, record, times, values[:, :1], "CONSTANT")
+def key_visibility(actions, obj, times, values, record: ChannelRecord) -> None:
+    """An object ``hide`` channel: the same CONSTANT keys on ``hide_viewport`` (recorded) and ``hide_render``."""
+    for data_path, recorded in (("hide_viewport", record), ("hide_render", None)):
+        fcurves = actions.fcurves(obj, "OBJECT", data_path, 1, "", recorded)
+        actions.write(fcurves, recorded, times, values[:, :1], "CONSTANT")
 
 
-def key_shape(actions, key, channel, times, values, meta: dict) -> bool:
+def key_shape(actions, key, channel, times, values, record: ChannelRecord) -> bool:
     """A shape key channel (``Channel.path``: the key block's name) on the mesh's shape keys; False when
     the mesh has no such key block."""
     if channel.path not in key.key_blocks:
         return False
     data_path = f'key_blocks["{bpy.utils.escape_identifier(channel.path)}"].value'
-    fcurves = actions.fcurves(key, "KEY", data_path, 1, "", meta)
+    fcurves = actions.fcurves(key, "KEY", data_path, 1, "", record)
     actions.write(
-        fcurves, meta, times, values, channel.interpolation, channel.handles_left, channel.handles_right
+        fcurves, record, times, values, channel.interpolation, channel.handles_left, channel.handles_right
     )
     return True
 

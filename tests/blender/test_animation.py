@@ -17,6 +17,7 @@ from retro_models.operators.blender.armature import bone_maps
 from retro_models.operators.blender.build import build_scene
 from retro_models.operators.blender.compat import MERGE_DISTANCE
 from retro_models.operators.blender.extract import extract_scene
+from retro_models.operators.blender.records import read_record
 
 
 def test_actions(built):
@@ -204,9 +205,9 @@ def test_quaternion_keys_play_the_slerp_and_come_back_exactly(empty_scene):
     scene = sc.Scene(skeletons=[skeleton], animations=[animation])
     result = build_scene(scene, bpy.context)
     armature = result.armatures[0]
-    (record,) = props.to_python(result.actions[0][props.ANIMATION])["channels"]
-    assert record["slerp"] == list(range(1, 10)) + list(range(11, 16))
-    assert "flipped" in record and "loop" in record
+    (record,) = read_record(result.actions[0]).channels
+    assert record.slerp == list(range(1, 10)) + list(range(11, 16))
+    assert record.flipped and record.loop
     pose_bone = armature.pose.bones["child"]
     basis_rotation = bone_maps(skeleton)["child"].basis_rotation
     for frame in range(13):
