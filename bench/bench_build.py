@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 
 addon_package.load()
 from retro_models.formats import scene as sc  # noqa: E402
-from retro_models.operators.blender import build  # noqa: E402
+from retro_models.operators.blender import build, compat, mesh  # noqa: E402
 
 BONES, ANIMATIONS, KEYS = 60, 10, 100
 GRID = 501  # 500 × 500 quads = 500,000 triangles, 251,001 vertices
@@ -94,21 +94,22 @@ def timed(stages, name, function):
 
 def build_breakdown(scene: sc.Scene) -> dict[str, float]:
     stages: dict[str, float] = defaultdict(float)
-    originals = {
-        name: getattr(build, name)
-        for name in ("_build_mesh", "add_vertex_groups", "set_normals", "_build_animation")
+    stage_of = {  # (module, function) the builder calls -> stage
+        (mesh, "add_vertex_groups"): "weights",
+        (mesh, "set_normals"): "normals",
+        (build, "build_mesh"): "mesh (all)",
+        (build, "build_animation"): "actions",
     }
-    build.add_vertex_groups = timed(stages, "weights", originals["add_vertex_groups"])
-    build.set_normals = timed(stages, "normals", originals["set_normals"])
-    build._build_mesh = timed(stages, "mesh (all)", originals["_build_mesh"])
-    build._build_animation = timed(stages, "actions", originals["_build_animation"])
+    originals = {(module, name): getattr(module, name) for module, name in stage_of}
+    for (module, name), function in originals.items():
+        setattr(module, name, timed(stages, stage_of[module, name], function))
     try:
         start = time.perf_counter()
         build.build_scene(scene, bpy.context, set_frame_rate=False)
         stages["total"] = time.perf_counter() - start
     finally:
-        for name, function in originals.items():
-            setattr(build, name, function)
+        for (module, name), function in originals.items():
+            setattr(module, name, function)
     stages["mesh"] = stages.pop("mesh (all)") - stages["weights"] - stages["normals"]
     return stages
 
@@ -161,7 +162,7 @@ def floor(scene: sc.Scene) -> dict[str, float]:
     co = np.zeros((KEYS, 2), np.float32)
     co[:, 0] = np.arange(KEYS)
     interpolation = np.ones(KEYS, np.int32)
-    if build.compat.SLOTTED_ACTIONS:
+    if compat.SLOTTED_ACTIONS:
         slot = action.slots.new(id_type="OBJECT", name="floor")
         bag = action.layers.new("Layer").strips.new(type="KEYFRAME").channelbag(slot, ensure=True)
         curves = bag.fcurves

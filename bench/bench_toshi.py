@@ -54,6 +54,7 @@ import demo_creature  # noqa: E402  (loads the add-on package as retro_models)
 import numpy as np  # noqa: E402
 from retro_models.formats.toshi import convert, tkl, tmd, tml  # noqa: E402
 from retro_models.operators.blender import build, compat  # noqa: E402
+from retro_models.operators.blender import mesh as mesh_module  # noqa: E402
 from retro_models.operators.blender.extract import extract_scene  # noqa: E402
 
 AIM_FLOOR, AIM_GLTF = 2.0, 0.5
@@ -66,20 +67,24 @@ def empty_scene() -> None:
 # -- import -------------------------------------------------------------------
 
 
-_PARTS = {  # build.py function -> part of the breakdown
-    "_build_mesh": "mesh",
-    "set_normals": "normals",
-    "add_vertex_groups": "weights",
-    "_build_animation": "actions",
-    "_build_armature": "armature",
+_PARTS = {  # (module, function) the builder calls -> part of the breakdown
+    (build, "build_mesh"): "mesh",
+    (mesh_module, "set_normals"): "normals",
+    (mesh_module, "add_vertex_groups"): "weights",
+    (build, "build_animation"): "actions",
+    (build, "build_armature"): "armature",
 }
 
 
 def timed_build(scene) -> tuple[object, dict[str, float]]:
     """build_scene with its main functions timed (mesh excludes normals and weights)."""
     parts: dict[str, float] = defaultdict(float)
-    # Only the functions build.py still has (it is being worked on): a missing part reads as 0.
-    originals = {name: getattr(build, name) for name in _PARTS if callable(getattr(build, name, None))}
+    # Only the functions the modules still have: a missing part reads as 0.
+    originals = {
+        (module, name): getattr(module, name)
+        for module, name in _PARTS
+        if callable(getattr(module, name, None))
+    }
 
     def timed(name, function):
         def wrapper(*args, **kwargs):
@@ -91,15 +96,15 @@ def timed_build(scene) -> tuple[object, dict[str, float]]:
 
         return wrapper
 
-    for name, function in originals.items():
-        setattr(build, name, timed(name, function))
+    for (module, name), function in originals.items():
+        setattr(module, name, timed((module, name), function))
     try:
         start = time.perf_counter()
         result = build.build_scene(scene, bpy.context)
         parts["build"] = time.perf_counter() - start
     finally:
-        for name, function in originals.items():
-            setattr(build, name, function)
+        for (module, name), function in originals.items():
+            setattr(module, name, function)
     parts["mesh"] -= parts["normals"] + parts["weights"]
     parts["other"] = parts["build"] - sum(parts[p] for p in _PARTS.values())
     return result, dict(parts)

@@ -36,6 +36,8 @@ def encode(value):
     if isinstance(value, dict):
         return {str(k): encode(v) for k, v in value.items()}
     if isinstance(value, list):
+        if _plain_scalars(value):  # the common long lists (keys, indices), without a call per item
+            return value
         items = [encode(v) for v in value]
         return items if _native_list(items) else {JSON: json.dumps(_jsonable(value))}
     if value is None or (isinstance(value, int) and not isinstance(value, bool) and not _fits(value)):
@@ -56,7 +58,7 @@ def decode(value):
             return _from_json(json.loads(value[JSON]))
         return {k: decode(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [decode(v) for v in value]
+        return list(value) if _plain_scalars(value) else [decode(v) for v in value]
     return value
 
 
@@ -75,6 +77,16 @@ def _plain(value):
 
 def _fits(number: int) -> bool:
     return _INT32[0] <= number <= _INT32[1]
+
+
+def _plain_scalars(items) -> bool:
+    """Whether a list is finite floats, 32-bit ints, bools or strings, all of one kind: encoded as it is."""
+    kinds = set(map(type, items))
+    if kinds == {float}:
+        return all(map(math.isfinite, items))
+    if kinds == {int}:
+        return _fits(min(items)) and _fits(max(items))
+    return kinds == {bool} or kinds == {str}
 
 
 def _kind(item) -> str:

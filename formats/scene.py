@@ -157,15 +157,26 @@ class Material:
     extras: Extras = field(default_factory=dict)
 
 
+# Extras key of a material texture-transform channel: the centre (u, v[, w]) its rotation and scale
+# apply about, ``uv' = S·R·(uv − c) + c + t`` (rotate, then scale); without it, Blender's Mapping
+# order (scale, rotate, translate about the origin).
+TEXTURE_CENTER = "center"
+
+
 @dataclass
 class Channel:
     """Keys of one animated property of one target.
 
     ``target_kind`` is 'bone' (``target`` = bone name, values parent-relative),
-    'material', 'object' or 'shape_key'; ``path`` names the property, e.g.
-    'location', 'rotation_quaternion', 'rotation_euler', 'scale', or a
-    family-specific path such as 'texture.0.translate'. ``values`` has one
-    column per component. Bézier handles are absolute (frame, value) pairs.
+    'material', 'object' or 'shape_key'; ``path`` names the property:
+    - bone: 'location', 'rotation_quaternion', 'rotation_euler', 'scale';
+    - object: 'hide' (1 hidden, 0 shown; CONSTANT);
+    - shape_key (``target`` = mesh name): the shape key's name, its weight;
+    - material: 'texture.<slot>.translate' (u, v), '.rotate' (radians), '.scale' (u, v), each may
+      carry ``extras[TEXTURE_CENTER]``; 'texture.<slot>.image_index' (the Scene image the slot
+      shows); 'color.base_color' (RGBA); any other path is a family's own (e.g. a colour
+      register), kept and given back as it is.
+    ``values`` has one column per component. Bézier handles are absolute (frame, value) pairs.
     LINEAR keys of a whole 'rotation_quaternion' (w, x, y, z) are interpolated
     spherically along the shorter arc (slerp; either sign of a key is the same
     rotation), not component by component.

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import bpy
 
-from . import animation, import_export, toshi
+from . import (
+    animation,
+    import_export,
+    j3d_shading,  # noqa: F401  (importing it registers the J3D shading hook)
+    toshi,
+)
 
 
 def _classes():

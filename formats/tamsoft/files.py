@@ -74,9 +74,7 @@ def container_bytes(stored: dict, model_bytes: bytes) -> bytes:
     # An unchanged model goes back as it was; replace_payload pads only a changed one.
     unchanged = hashlib.sha1(model_bytes).hexdigest() == stored["model_sha1"]
     payloads[index] = model_bytes if unchanged else b""
-    container = cat.CAT(
-        stored["endian"], stored["header_size"], stored["name_block"], payloads
-    )
+    container = cat.CAT(stored["endian"], stored["header_size"], stored["name_block"], payloads)
     return cat.write(cat.replace_payload(container, index, model_bytes))
 
 
@@ -97,9 +95,7 @@ def texture_container_bytes(stored: dict, images) -> tuple[bytes, list[str]]:
     """The stored texture CAT with its textures taken from ``images`` (the exported model's), and warnings."""
     payloads, warnings = convert.texture_payloads(images, stored["texture_count"])
     payloads += [base64.b64decode(p) for p in stored["other_payloads"]]
-    container = cat.CAT(
-        stored["endian"], stored["header_size"], stored["name_block"], payloads
-    )
+    container = cat.CAT(stored["endian"], stored["header_size"], stored["name_block"], payloads)
     return cat.write(container), warnings
 
 

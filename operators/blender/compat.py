@@ -1,4 +1,5 @@
-"""Every Blender version difference the builder and extractor depend on (4.2 LTS to 5.0).
+"""The Blender API facts the other modules share: every version difference (4.2 LTS to 5.0), bulk
+reads, and how close F-curve keys may be.
 
 - Actions: 4.2/4.3 keep F-curves on the action (``action.fcurves``); 4.4 added
   slotted, layered actions whose F-curves live in a channelbag per slot, and
@@ -11,8 +12,18 @@
 from __future__ import annotations
 
 import bpy
+import numpy as np
 
 SLOTTED_ACTIONS = bpy.app.version >= (4, 4, 0)
+# Frames: FCurve.update merges keys up to 0.01 apart (BEZT_BINARYSEARCH_THRESH, float32 times a little over).
+MERGE_DISTANCE = 0.02
+
+
+def read_array(collection, field: str, count: int, width: int, dtype=np.float32) -> np.ndarray:
+    """``collection.foreach_get(field)`` as a (count, width) array, (count,) when ``width`` is 1."""
+    out = np.empty(count * width, dtype)
+    collection.foreach_get(field, out)
+    return out.reshape(count, width) if width > 1 else out
 
 
 def new_action(name: str, id_type: str, slot_name: str) -> tuple[bpy.types.Action, object]:
@@ -53,6 +64,12 @@ def action_fcurves(action) -> list[bpy.types.FCurve]:
         for bag in strip.channelbags
         for fc in bag.fcurves
     ]
+
+
+def animated_paths(id_data) -> set[str]:
+    """The data paths the active action of ``id_data`` animates."""
+    action = id_data.animation_data.action if id_data.animation_data else None
+    return {fc.data_path for fc in action_fcurves(action)} if action is not None else set()
 
 
 def assign_action(id_data, action, slot) -> None:

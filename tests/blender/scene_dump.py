@@ -27,6 +27,7 @@ import re
 import bpy
 import numpy as np
 from retro_models.operators.blender import compat, props
+from retro_models.operators.blender.records import read_record
 
 # Attribute names Blender manages itself and that differ between versions.
 INTERNAL_ATTRIBUTES = {"position", "sharp_face", "sharp_edge", "custom_normal"}
@@ -183,8 +184,8 @@ def _actions(source, objects) -> list[bpy.types.Action]:
     assigned = {o.animation_data.action.name for o in objects if o.animation_data and o.animation_data.action}
     result = []
     for action in bpy.data.actions:
-        record = action.get(props.ANIMATION)
-        group = str(record["group"]) if record is not None and "group" in record else None
+        record = read_record(action)
+        group = record.group if record is not None else None
         if action.name in assigned or group in groups:
             result.append(action)
     return result

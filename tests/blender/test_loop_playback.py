@@ -22,13 +22,15 @@ from retro_models.formats.j3d.container import track_keys
 from retro_models.formats.scene import Animation
 from retro_models.formats.ttyd import model as fmt
 from retro_models.operators.blender import compat, props
-from retro_models.operators.blender.build import (
+from retro_models.operators.blender.animation import (
     INTERPOLATION_CODES,
-    MERGE_DISTANCE,
-    _loop_record,
-    _write_fcurve,
+    fcurve_rows,
+    loop_record,
+    write_fcurve,
 )
-from retro_models.operators.blender.extract import _fcurve_rows, extract_scene
+from retro_models.operators.blender.compat import MERGE_DISTANCE
+from retro_models.operators.blender.extract import extract_scene
+from retro_models.operators.blender.records import read_record
 from support import corpus_file
 
 START, END = 0.0, 20.0
@@ -110,12 +112,10 @@ def test_j3d_edited_cut_key_is_exported_as_a_key(clap):
     """An edited key at a cut stays a key of the file; the unedited cut at the end gives back its keys."""
     path, model, armature = clap
     fcurves = compat.action_fcurves(armature.animation_data.action)
-    records = props.to_python(armature.animation_data.action[props.ANIMATION])["channels"]
-    record = next(
-        c for c in records if "original" in c.get("loop", {}).get("start", {})
-    )  # a key at −3 cut off
-    component = int(next(iter(record["loop"]["start"]["original"])))
-    cut = next(fc for fc in fcurves if (fc.data_path, fc.array_index) == (record["data_path"], component))
+    records = read_record(armature.animation_data.action).channels
+    record = next(c for c in records if "original" in (c.loop or {}).get("start", {}))  # a key at −3 cut off
+    component = int(next(iter(record.loop["start"]["original"])))
+    cut = next(fc for fc in fcurves if (fc.data_path, fc.array_index) == (record.data_path, component))
     assert cut.keyframe_points[0].co[0] == 0.0
     point = cut.keyframe_points[0]
     for coordinates in (point.co, point.handle_left, point.handle_right):
@@ -123,7 +123,7 @@ def test_j3d_edited_cut_key_is_exported_as_a_key(clap):
     cut.update()
     scene = extract_scene(bpy.context, armature, [])
     written = bck.read(bck.write(j3d_convert.from_scene(scene, joint_names=scene.skeletons[0].bone_names)))
-    joint, axis = int(record["target"].removeprefix("joint")), record["index"]
+    joint, axis = int(record.target.removeprefix("joint")), record.index
     edited = track_keys(written.tracks[joint, axis, 1], written.banks()[1])
     before = track_keys(model.tracks[joint, axis, 1], model.banks()[1])
     assert before.times[0] == -3.0 and edited.times[0] == 0.0 and edited.times[-1] == before.times[-1]
@@ -159,7 +159,7 @@ def test_looped_f_curve_repeats_the_range_and_gives_the_keys_back(
     assert " ".join("held" if "held" in changed[s] else "cut" for s in ("start", "end")) == sides
     action, slot = compat.new_action("probe", "OBJECT", "probe")
     (fcurve,) = compat.new_fcurves(action, slot, "location", [0])
-    _write_fcurve(
+    write_fcurve(
         fcurve,
         new_times,
         new_values[:, 0],
@@ -177,7 +177,7 @@ def test_looped_f_curve_repeats_the_range_and_gives_the_keys_back(
     expected = sample(times, values, interpolation, *handles, wrapped)[:, 0]
     np.testing.assert_allclose([fcurve.evaluate(f) for f in frames], expected, atol=2e-5)
     animation = Animation("probe", frame_start=start, frame_end=end, loop=True)
-    rows = _fcurve_rows(fcurve, props.to_python(_loop_record(changed, [fcurve], animation, interpolation)))
+    rows = fcurve_rows(fcurve, props.to_python(loop_record(changed, [fcurve], animation, interpolation)))
     np.testing.assert_array_equal(rows[:, 0], times.astype(np.float32))
     np.testing.assert_array_equal(rows[:, 1], values[:, 0].astype(np.float32))
     if interpolation == "BEZIER":

@@ -15,6 +15,7 @@ from retro_models.formats.ttyd import convert
 from retro_models.formats.ttyd import model as fmt
 from retro_models.operators.animation import use_animation
 from retro_models.operators.blender import props
+from retro_models.operators.blender.records import read_record
 from ttyd_support import (
     BODY_NODE,
     TEXTURE_ROTATE,
@@ -61,9 +62,7 @@ def test_switching_animation_switches_every_action(imported):
     key = body.data.shape_keys
     walk = {id_data.animation_data.action.name for id_data in (armature, body, key, tree)}
     use_animation(armature, groups[1])
-    idle = {
-        id_data.animation_data.action[props.ANIMATION]["group"] for id_data in (armature, body, key, tree)
-    }
+    idle = {read_record(id_data.animation_data.action).group for id_data in (armature, body, key, tree)}
     assert idle == {groups[1]} and not walk & {
         a.animation_data.action.name for a in (armature, body, key, tree)
     }

@@ -1,0 +1,565 @@
+"""Scene skeletons ⇄ Blender armatures, and bone channels ⇄ pose-bone F-curves.
+
+Armatures: edit bones stand at the rotation part of each rest matrix, pointing along the
+skeleton's bone display axis (``Skeleton.bone_display``), long enough to reach their farthest
+child. Edit bones hold no scale: a rest scale (per axis of the bone, under a parent scaled
+evenly) is carried by the pose bases instead (``rest_scales``), so poses deform as the scene
+means at every frame and export gets the channels back; bones that would need shear are named
+in a warning. The joint order, display rotation and rest scales are kept in custom properties.
+
+Bone channels hold parent-relative values; a pose bone's basis is relative to its rest, so each
+channel goes through the affine maps of ``curves.BoneMaps`` (``key_bone_channel``) and back
+(``relative_channel``):
+- LINEAR quaternion channels are spherical (``Channel``), F-curves linear per component: whole
+  frames between keys where the two part get the slerp as keys (``curves.slerp_keys``,
+  recorded, taken off on export while they still lie on the slerp).
+- Quaternion keys are sign-flipped for continuity (recorded, flipped back on export).
+- Euler channels keep their keys and Bézier handles when the bone's rest rotation
+  (parent-relative) is the identity (the bone rotates XYZ); otherwise, and when a bone also has
+  quaternion channels, they are baked to quaternions at every frame (``BuildResult.baked``).
+- Channels of one component (``Channel.index``) become one F-curve when that component maps onto
+  one pose component; otherwise the components of the bone and path are merged
+  (``component_channels``) and the parts recorded, so an unedited export returns them exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import bpy
+import numpy as np
+from mathutils import Matrix
+
+from ...formats.curves import (
+    BoneMaps,
+    continuity_signs,
+    euler_to_matrix,
+    map_keys,
+    matrix_to_euler,
+    sample,
+    scaled_permutation,
+    slerp_keys,
+)
+from ...formats.scene import Channel, Scene, Skeleton, matrix_to_quat, quat_to_matrix
+from . import compat, props
+from .records import ChannelRecord, Keys, Part
+
+BONE_PATHS = ("location", "rotation_quaternion", "rotation_euler", "scale")
+
+
+# -- build --------------------------------------------------------------------
+
+
+def _display(skeleton: Skeleton) -> np.ndarray:
+    return np.eye(4) if skeleton.bone_display is None else np.asarray(skeleton.bone_display, dtype=np.float64)
+
+
+def _orthonormal(rest: np.ndarray) -> tuple[np.ndarray, float]:
+    """Rest matrices without scale, shear or mirroring (edit bones cannot hold them), and how far off they were."""
+    u, s, vt = np.linalg.svd(rest[:, :3, :3])
+    mirrored = np.linalg.det(u @ vt) < 0
+    u[mirrored, :, 2] *= -1
+    s[mirrored, 2] *= -1
+    out = rest.copy()
+    out[:, :3, :3] = u @ vt
+    return out, float(np.abs(s - 1).max(initial=0.0))
+
+
+def bone_lengths(rest: np.ndarray, parents: np.ndarray, display: np.ndarray) -> np.ndarray:
+    """Lengths that reach each bone's farthest child ahead of it, else half the parent's (or typical) length."""
+    heads = rest[:, :3, 3]
+    axes = (rest[:, :3, :3] @ display[:3, :3])[:, :, 1]
+    lengths = np.zeros(len(parents))
+    for i, parent in enumerate(parents):
+        if parent >= 0:
+            reach = (heads[i] - heads[parent]) @ axes[parent]
+            lengths[parent] = max(lengths[parent], reach)
+    extent = float(np.ptp(heads, axis=0).max(initial=0.0)) if len(heads) else 0.0
+    typical = float(np.median(lengths[lengths > 0])) if (lengths > 0).any() else max(extent * 0.1, 0.1)
+    minimum = typical * 0.1
+    for i, parent in enumerate(parents):  # parents precede children
+        if lengths[i] < minimum:
+            lengths[i] = max(lengths[parent] * 0.5 if parent >= 0 else typical, minimum)
+    return lengths
+
+
+def build_armature(context, skeleton: Skeleton, collection, rotation_modes, result) -> bpy.types.Object:
+    """The armature object of a skeleton; ``rotation_modes``: bone name → pose rotation mode."""
+    armature = bpy.data.armatures.new(skeleton.name)
+    obj = bpy.data.objects.new(skeleton.name, armature)
+    obj[props.SCENE_NAME] = skeleton.name
+    collection.objects.link(obj)
+    display = _display(skeleton)
+    rest, scales, _, _, inexact = rest_scales(skeleton)
+    if inexact:
+        result.warnings.append(
+            f"{skeleton.name}: the rest scale of bones {', '.join(inexact[:8])} (uneven under a rotated child, "
+            "or sheared) is not kept while they animate"
+        )
+    shown = rest @ display
+    lengths = bone_lengths(rest, skeleton.parents, display)
+    deform = np.ones(len(skeleton), bool) if skeleton.deform is None else np.asarray(skeleton.deform, bool)
+    context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    edit_bones = []
+    for i, name in enumerate(skeleton.bone_names):
+        bone = armature.edit_bones.new(name)
+        bone.head = (0.0, 0.0, 0.0)
+        bone.tail = (0.0, float(lengths[i]), 0.0)
+        bone.matrix = Matrix(shown[i].tolist())
+        if skeleton.parents[i] >= 0:
+            bone.parent = edit_bones[skeleton.parents[i]]
+        bone.use_deform = bool(deform[i])
+        edit_bones.append(bone)
+    names = [b.name for b in edit_bones]
+    bpy.ops.object.mode_set(mode="OBJECT")
+    if names != list(skeleton.bone_names):
+        result.warnings.append(f"{skeleton.name}: bone names were shortened or made unique by Blender")
+    armature[props.JOINT_ORDER] = names
+    if not np.allclose(scales, np.eye(3), atol=1e-9):
+        armature[props.REST_SCALE] = scales.reshape(-1).tolist()
+    if skeleton.bone_display is not None:
+        armature[props.BONE_DISPLAY] = display.reshape(-1).tolist()
+    props.set_extras(armature, skeleton.extras)
+    for name, extras in zip(names, skeleton.bone_extras, strict=False):
+        props.set_extras(armature.bones[name], extras)
+    for name, pose_bone in zip(skeleton.bone_names, (obj.pose.bones[n] for n in names), strict=True):
+        pose_bone.rotation_mode = rotation_modes.get(name, "QUATERNION")
+    return obj
+
+
+def rest_scales(skeleton: Skeleton) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """What edit bones cannot hold of the rest matrices, and how pose bases carry it instead.
+
+    Edit bones hold rotations, so bone i stands at the rotation part Rᵢ of its rest Wᵢ
+    (``_orthonormal``), leaving Kᵢ = Rᵢ⁻¹·Wᵢ (3×3). Skinning moves vertices by pose·Rᵢ⁻¹ where the
+    scene means W(t)·Wᵢ⁻¹, so the pose matrix must be W(t)·Kᵢ⁻¹, and a bone whose channels give the
+    parent-relative G gets the basis Lᵢ⁻¹·Kₚ·G·Kᵢ⁻¹ (L: the rotation-only local rest). With Kₚ a
+    uniform kₚ and Kᵢ a diagonal k (in the bone's rest frame) that is G with its translation × kₚ
+    and its scale × kₚ/k: affine maps of the channels (``BoneMaps``), exact at every frame, undone
+    on export by their inverses (the extractor gets K back from ``props.REST_SCALE``). Otherwise the
+    basis would need shear; such bones keep k = kₚ = 1 and are listed.
+
+    Returns (rotation-only rests (N, 4, 4), K (N, 3, 3), k (N, 3), kₚ (N,), names of inexact bones).
+    """
+    full = np.asarray(skeleton.rest, dtype=np.float64)
+    rest, _ = _orthonormal(full)
+    scales = np.swapaxes(rest[:, :3, :3], 1, 2) @ full[:, :3, :3]
+    # Rests read back from Blender are float32: differences that small are rounding, not scale.
+    scales = np.where(np.abs(scales - np.eye(3)) <= 1e-5, np.eye(3), scales)
+    diagonal = np.diagonal(scales, axis1=1, axis2=2)
+    size = np.maximum(1.0, np.abs(diagonal).max(axis=1))
+    is_diagonal = np.abs(scales - diagonal[:, :, None] * np.eye(3)).max(axis=(1, 2)) <= 1e-6 * size
+    uniform = is_diagonal & (np.ptp(diagonal, axis=1) <= 1e-6 * size)
+    parents = np.asarray(skeleton.parents)
+    has_parent = parents >= 0
+    exact = is_diagonal & np.where(has_parent, uniform[np.maximum(parents, 0)], True)
+    bone_scale = np.where(exact[:, None], diagonal, 1.0)
+    parent_scale = np.where(exact & has_parent, diagonal[np.maximum(parents, 0), 0], 1.0)
+    unscaled = (scales == np.eye(3)).all(axis=(1, 2))
+    lost = ~exact & ~(unscaled & np.where(has_parent, unscaled[np.maximum(parents, 0)], True))
+    inexact = [name for name, bad in zip(skeleton.bone_names, lost, strict=True) if bad]
+    return rest, scales, bone_scale, parent_scale, inexact
+
+
+def bone_maps(skeleton: Skeleton) -> dict[str, BoneMaps]:
+    """Bone name → the maps between its parent-relative channels and its pose basis."""
+    rest, _, bone_scale, parent_scale, _ = rest_scales(skeleton)
+    local = Skeleton(skeleton.name, skeleton.bone_names, skeleton.parents, rest).local_rest()
+    display = _display(skeleton)
+    rest_quats = matrix_to_quat(local[:, :3, :3])
+    display_quat = matrix_to_quat(display[:3, :3])
+    return {
+        name: BoneMaps(m, display, q, display_quat, k, float(kp))
+        for name, m, q, k, kp in zip(
+            skeleton.bone_names, local, rest_quats, bone_scale, parent_scale, strict=True
+        )
+    }
+
+
+def rotation_modes(scene: Scene, maps: list[dict[str, BoneMaps]]) -> dict[tuple[int, str], str]:
+    """(skeleton, bone) → 'XYZ' when its only rotation channels are eulers that map exactly, else 'QUATERNION'."""
+    modes: dict[tuple[int, str], str] = {}
+    for animation in scene.animations:
+        if not scene.skeletons:
+            break
+        skeleton = animation.skeleton or 0
+        for channel in animation.channels:
+            bone = maps[skeleton].get(channel.target) if channel.target_kind == "bone" else None
+            if bone is None:
+                continue
+            key = (skeleton, channel.target)
+            exact_euler = "rotation_euler" in bone.maps
+            if channel.path == "rotation_quaternion" or (
+                channel.path == "rotation_euler" and not exact_euler
+            ):
+                modes[key] = "QUATERNION"
+            elif channel.path == "rotation_euler":
+                modes.setdefault(key, "XYZ")
+    return modes
+
+
+# -- bone channels, build side ----------------------------------------------------
+
+
+def bake_frames(times: np.ndarray) -> np.ndarray:
+    """Every whole frame of the keyed range plus the key times themselves."""
+    whole = np.arange(np.ceil(times[0]), np.floor(times[-1]) + 1)
+    return np.union1d(whole, times)
+
+
+def keys_hash(co: np.ndarray, interpolation: str) -> str:
+    """Hash of (C, K, 2) key coordinates as F-curves hold them (float32): tells whether they were edited."""
+    return hashlib.sha1(np.ascontiguousarray(co, np.float32).tobytes() + interpolation.encode()).hexdigest()
+
+
+def _single_component(channel: Channel, maps: BoneMaps, pose_bone) -> tuple[int, float, float] | None:
+    """(pose component, factor, offset) when a per-component channel maps onto one pose component alone."""
+    if channel.path not in maps.maps or (
+        channel.path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"
+    ):
+        return None
+    a, b = maps.maps[channel.path]
+    source = scaled_permutation(a)
+    if source is None:
+        return None
+    r = int(np.flatnonzero(source == channel.index)[0])
+    return r, float(a[r, channel.index]), float(b[r])
+
+
+def component_channels(channels, maps, armature, pose_names) -> list[tuple[Channel, list[Channel] | None]]:
+    """Channels ready to build, with the per-component bone channels (``Channel.index``) sorted out.
+
+    A component that maps onto one pose component alone stays one F-curve (keys and handles
+    exact). Otherwise (a rest rotation mixes the components, or eulers on a quaternion bone) the
+    components of that bone and path are merged into one channel, built as a whole; the parts
+    travel along so that an unedited export gets them back as they were.
+    """
+    out: list = []
+    groups: dict[tuple[str, str], list[Channel]] = {}
+    for channel in channels:
+        bone = maps.get(channel.target) if channel.target_kind == "bone" else None
+        if (
+            channel.index is None
+            or bone is None
+            or channel.path not in BONE_PATHS
+            or _single_component(channel, bone, armature.pose.bones[pose_names[channel.target]]) is not None
+        ):
+            out.append(channel)
+            continue
+        parts = groups.get((channel.target, channel.path))
+        if parts is None:
+            parts = groups[(channel.target, channel.path)] = []
+            out.append(parts)
+        parts.append(channel)
+    return [(_merged(p, maps[p[0].target]), p) if isinstance(p, list) else (p, None) for p in out]
+
+
+def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
+    """One channel of every component of ``parts``' path; components they do not key hold the rest value."""
+    first = parts[0]
+    rest = {
+        "location": maps.rest_translation,
+        "rotation_euler": matrix_to_euler(maps.rest_rotation[None])[0],
+        "scale": maps.rest_scale,
+    }[first.path]
+    times = np.asarray(first.times, np.float64)
+    shared = all(np.array_equal(p.times, times) and p.interpolation == first.interpolation for p in parts)
+    if not shared:  # keyed at different frames: every component sampled at every frame and key
+        times = bake_frames(np.unique(np.concatenate([np.asarray(p.times, np.float64) for p in parts])))
+    values = np.tile(rest, (len(times), 1))
+    bezier = shared and first.interpolation == "BEZIER" and all(p.handles_left is not None for p in parts)
+    handles = []
+    if bezier:
+        for side in ("handles_left", "handles_right"):
+            frames = np.asarray(getattr(first, side), np.float64)[:, 0, 0]
+            handles.append(np.stack(np.broadcast_arrays(frames[:, None], rest[None, :]), axis=-1).copy())
+    for p in parts:
+        keys = np.asarray(p.values, np.float64).reshape(len(p.times), 1)
+        if shared:
+            values[:, p.index] = keys[:, 0]
+        else:
+            values[:, p.index] = sample(
+                p.times, keys, p.interpolation, p.handles_left, p.handles_right, times
+            )[:, 0]
+        for handle, side in zip(
+            handles, ("handles_left", "handles_right"), strict=False
+        ):  # none unless Bézier
+            handle[:, p.index] = np.asarray(getattr(p, side), np.float64)[:, 0]
+    interpolation = first.interpolation if shared else "LINEAR"
+    left, right = handles if bezier else (None, None)
+    return Channel("bone", first.target, first.path, times, values, interpolation, left, right, first.extras)
+
+
+def _part(channel: Channel) -> Part:
+    """A per-component channel, for the record of the channel it is merged into."""
+    times = np.asarray(channel.times, np.float64)
+    handles = (channel.handles_left, channel.handles_right)
+    if handles[0] is None or handles[1] is None:
+        handles = (None, None)
+    handles = [None if h is None else np.asarray(h, np.float64).reshape(len(times), 1, 2) for h in handles]
+    values = np.asarray(channel.values, np.float64).reshape(len(times), 1)
+    return Part(channel.index, Keys(times, values, channel.interpolation, *handles), dict(channel.extras))
+
+
+def key_bone_channel(
+    actions, channel, times, values, record: ChannelRecord, maps: BoneMaps, armature, pose_name, result, parts
+):
+    """Key a bone channel on the pose bone ``pose_name``; ``parts``: the per-component channels it merges
+    (see ``component_channels``), else None."""
+    pose_bone = armature.pose.bones[pose_name]
+    path = channel.path
+    interpolation = channel.interpolation
+    hl = None if channel.handles_left is None else np.asarray(channel.handles_left, np.float64)
+    hr = None if channel.handles_right is None else np.asarray(channel.handles_right, np.float64)
+    data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
+    if channel.index is not None:  # one component onto one pose component: factor and offset only
+        component, factor, offset = _single_component(channel, maps, pose_bone)
+        record.index, record.array_index = channel.index, component
+        if hl is not None and hr is not None:
+            hl, hr = hl.copy(), hr.copy()
+            hl[..., 1] = hl[..., 1] * factor + offset
+            hr[..., 1] = hr[..., 1] * factor + offset
+        (fcurve,) = actions.fcurves(armature, "OBJECT", data_path, 1, pose_name, record, (component,))
+        actions.write([fcurve], record, times, values * factor + offset, interpolation, hl, hr)
+        return
+    if path == "rotation_quaternion" and interpolation == "LINEAR":
+        # Before the map: it is orthogonal on quaternions, so it carries the slerp, but which arc is
+        # the shorter between keys half a turn apart (dot 0) is the channel's to say, not rounding's.
+        times, values, added = slerp_keys(times, values, compat.MERGE_DISTANCE)
+        if len(added):
+            record.slerp = added.tolist()
+    mapped = None
+    if path in maps.maps and not (path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"):
+        mapped = map_keys(values, hl, hr, interpolation, *maps.maps[path])
+    if mapped is None:
+        times, mapped, interpolation, path = _bake(channel, times, values, hl, hr, maps, record)
+        result.baked.append(f"{actions.animation.name}: {channel.target} {channel.path}")
+    new_values, hl, hr = mapped
+    if path == "rotation_quaternion":
+        new_values, hl, hr = _continuous(new_values, hl, hr, record)
+    if parts is not None:
+        co = np.stack(np.broadcast_arrays(np.asarray(times)[None, :], new_values.T), axis=-1)
+        record.parts, record.written = [_part(p) for p in parts], keys_hash(co, interpolation)
+    elif not record.baked and not _float32_exact(values, mapped[0], maps.inverses[path]):
+        # F-curves hold float32 pose values; mapped back, the last bit of a value can change. The
+        # file's values stay with the keys for the extractor, used while the keys are unedited.
+        co = np.stack(np.broadcast_arrays(np.asarray(times)[None, :], new_values.T), axis=-1)
+        record.source, record.written = np.asarray(values, np.float64).ravel(), keys_hash(co, interpolation)
+    data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
+    fcurves = actions.fcurves(armature, "OBJECT", data_path, new_values.shape[1], pose_name, record)
+    actions.write(fcurves, record, times, new_values, interpolation, hl, hr)
+
+
+def _bake(channel, times, values, hl, hr, maps: BoneMaps, record: ChannelRecord):
+    """(frames, (pose values, None, None), "LINEAR", pose path) of a channel no affine map carries: sampled
+    at every frame (``bake_frames``); eulers become quaternions."""
+    frames = bake_frames(times)
+    sampled = sample(times, values, channel.interpolation, hl, hr, frames)
+    path = channel.path
+    if path == "rotation_euler":
+        path = "rotation_quaternion"
+        sampled = matrix_to_quat(maps.basis_rotation(euler_to_matrix(sampled)))
+        record.baked = "rotation_euler"
+    else:
+        sampled = sampled @ maps.maps[path][0].T + maps.maps[path][1]
+        record.baked = path
+    return frames, (sampled, None, None), "LINEAR", path
+
+
+def _continuous(values, hl, hr, record: ChannelRecord):
+    """Quaternion keys (and handles) sign-flipped into the hemisphere of the previous key; flips recorded."""
+    signs = continuity_signs(values)
+    flipped = np.flatnonzero(signs < 0)
+    if len(flipped) and not record.baked:
+        record.flipped = flipped.tolist()
+    values = values * signs[:, None]
+    if hl is not None:
+        hl = hl.copy()
+        hr = hr.copy()
+        hl[..., 1] *= signs[:, None]
+        hr[..., 1] *= signs[:, None]
+    return values, hl, hr
+
+
+def _float32_exact(values: np.ndarray, pose_values: np.ndarray, inverse_affine) -> bool:
+    """Whether float32 pose values map back to the same float32 parent-relative values, −0.0 included."""
+    a, b = inverse_affine
+    back = np.asarray(pose_values, np.float32).astype(np.float64) @ a.T + b
+    return np.array_equal(
+        back.astype(np.float32).view(np.uint32), np.asarray(values, np.float32).view(np.uint32)
+    )
+
+
+# -- extract --------------------------------------------------------------------
+
+
+def _stored_display(armature) -> np.ndarray | None:
+    if props.BONE_DISPLAY not in armature:
+        return None
+    return np.array(props.to_python(armature[props.BONE_DISPLAY]), dtype=np.float64).reshape(4, 4)
+
+
+def extract_skeleton(armature_obj) -> Skeleton:
+    """The Scene skeleton of an armature object: bones in the imported joint order (new bones after)."""
+    armature = armature_obj.data
+    bones = armature.bones
+    recorded = props.to_python(armature[props.JOINT_ORDER]) if props.JOINT_ORDER in armature else []
+    names = [n for n in recorded if n in bones]
+    names += [b.name for b in bones if b.name not in set(names)]
+    names = _parents_first(names, bones)
+    index = {n: i for i, n in enumerate(names)}
+    parents = np.array([index[bones[n].parent.name] if bones[n].parent else -1 for n in names], np.int32)
+    rest = np.array([np.array(bones[n].matrix_local, dtype=np.float64) for n in names]).reshape(-1, 4, 4)
+    display = _stored_display(armature)
+    if display is not None:
+        rest = rest @ display.T
+    scales = np.array(props.to_python(armature.get(props.REST_SCALE, [])), np.float64).reshape(-1, 3, 3)
+    if len(scales) == len(recorded) and set(names) == set(recorded):  # the rest scale the bones cannot hold
+        order = [recorded.index(n) for n in names]
+        rest[:, :3, :3] = rest[:, :3, :3] @ scales[order]
+    return Skeleton(
+        props.scene_name(armature_obj),
+        names,
+        parents,
+        rest,
+        deform=np.array([bones[n].use_deform for n in names], bool),
+        bone_extras=[props.get_extras(bones[n]) for n in names],
+        extras=props.get_extras(armature),
+        bone_display=display,
+    )
+
+
+@contextmanager
+def rest_position(context, armature_obj) -> Iterator[None]:
+    """The armature shown in its rest position for the duration (a no-op without one)."""
+    if armature_obj is None or armature_obj.data.pose_position == "REST":
+        yield
+        return
+    armature_obj.data.pose_position = "REST"
+    context.view_layer.update()
+    try:
+        yield
+    finally:
+        armature_obj.data.pose_position = "POSE"
+        context.view_layer.update()
+
+
+def _parents_first(names: list[str], bones) -> list[str]:
+    """``names`` reordered as little as needed so that every parent precedes its children."""
+    placed: set[str] = set()
+    ordered: list[str] = []
+
+    def place(name: str) -> None:
+        if name in placed:
+            return
+        parent = bones[name].parent
+        if parent is not None:
+            place(parent.name)
+        placed.add(name)
+        ordered.append(name)
+
+    for name in names:
+        place(name)
+    return ordered
+
+
+# -- bone channels, extract side --------------------------------------------------
+
+
+def part_channel(part: Part, path: str, target: str) -> Channel:
+    """A recorded per-component channel (``_part``), as imported."""
+    keys = part.keys
+    return Channel(
+        "bone",
+        target,
+        path,
+        keys.times,
+        keys.values,
+        keys.interpolation,
+        keys.handles_left,
+        keys.handles_right,
+        extras=part.extras,
+        index=part.index,
+    )
+
+
+def split(channel: Channel, parts: list[Part]) -> list[Channel]:
+    """A whole-vector channel as the per-component channels it was merged from."""
+    out = []
+    for part in parts:
+        i = part.index
+        out.append(
+            Channel(
+                channel.target_kind,
+                channel.target,
+                channel.path,
+                channel.times,
+                channel.values[:, i : i + 1],
+                channel.interpolation,
+                None if channel.handles_left is None else channel.handles_left[:, i : i + 1],
+                None if channel.handles_right is None else channel.handles_right[:, i : i + 1],
+                extras=part.extras,
+                index=i,
+            )
+        )
+    return out
+
+
+def component_channel(channel: Channel, pose_path: str, component: int, maps, index: int) -> Channel | None:
+    """One pose component's F-curve turned back into component ``index`` of the parent-relative channel."""
+    bone = maps.get(channel.target)
+    if bone is None or pose_path not in bone.maps:
+        return None
+    a, b = bone.inverses[pose_path]
+    scale, offset = a[index, component], b[index]
+    channel.values = channel.values * scale + offset
+    for side in ("handles_left", "handles_right"):
+        handles = getattr(channel, side)
+        if handles is not None:
+            handles = handles.copy()
+            handles[..., 1] = handles[..., 1] * scale + offset
+            setattr(channel, side, handles)
+    channel.path, channel.index = pose_path, index
+    return channel
+
+
+def relative_channel(
+    channel: Channel, pose_path: str, maps, flipped: list[int], baked: str
+) -> Channel | None:
+    """A pose-space channel turned back into the parent-relative one of the scene (inverse of the build):
+    ``flipped`` keys' signs flipped back, a quaternion channel ``baked`` from eulers turned back into eulers."""
+    bone = maps.get(channel.target)
+    if bone is None or pose_path not in BONE_PATHS:
+        return None
+    values, left, right = channel.values, channel.handles_left, channel.handles_right
+    if pose_path == "rotation_quaternion" and flipped and max(flipped) < len(values):
+        signs = np.ones(len(values))
+        signs[flipped] = -1
+        values = values * signs[:, None]
+        if left is not None:
+            left, right = left.copy(), right.copy()
+            left[..., 1] *= signs[:, None]
+            right[..., 1] *= signs[:, None]
+    if baked == "rotation_euler" or (pose_path == "rotation_euler" and pose_path not in bone.maps):
+        if baked != "rotation_euler":  # Euler keys of a rotated rest: convert every frame
+            frames = bake_frames(channel.times)
+            values = sample(channel.times, values, channel.interpolation, left, right, frames)
+            channel.times = frames
+        basis = quat_to_matrix(values) if pose_path == "rotation_quaternion" else euler_to_matrix(values)
+        channel.path = "rotation_euler"
+        channel.values = matrix_to_euler(bone.relative_rotation(basis))
+        channel.interpolation, channel.handles_left, channel.handles_right = "LINEAR", None, None
+        return channel
+    a, b = bone.inverses[pose_path]
+    mapped = map_keys(values, left, right, channel.interpolation, a, b)
+    if mapped is None:  # Bézier handles the map cannot carry: sample every frame
+        frames = bake_frames(channel.times)
+        values = sample(channel.times, values, channel.interpolation, left, right, frames)
+        channel.times, channel.interpolation = frames, "LINEAR"
+        mapped = (values @ a.T + b, None, None)
+    channel.path = pose_path
+    channel.values, channel.handles_left, channel.handles_right = mapped
+    return channel

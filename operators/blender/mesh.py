@@ -1,0 +1,399 @@
+"""Scene meshes ⇄ Blender mesh objects, and the channels keyed on them (visibility, shape keys).
+
+Built in bulk from numpy: positions, corners and faces with ``foreach_set``, UV maps through
+their generic attributes, colours as FLOAT_COLOR attributes, tangents and the exact source
+normals as attributes beside Blender's custom normals (``props.SOURCE_NORMAL``, ``props.TANGENT``),
+one vertex group per bone with weights, shape keys at weight 0. Triangles that repeat a vertex
+are left out (Blender cannot hold them) with a warning. A skinned mesh is parented to its armature
+and gets an Armature modifier.
+
+Extraction gives triangles (``loop_triangles``) with the vertex order kept; the source normals
+while Blender's still agree with them; UV layers in the domain they came in; per vertex the
+strongest bones (as many as the mesh had when imported, else all), ordered by weight.
+"""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+from mathutils import Matrix
+
+from ...formats.scene import Layer, Mesh, ShapeKey, Skeleton
+from . import compat, props
+from .objects import deformed_by
+from .records import ChannelRecord
+
+# How far Blender's corner normals may drift from the source normals that are still exported.
+_NORMAL_TOLERANCE = 1e-3
+
+
+# -- build --------------------------------------------------------------------
+
+
+def _attribute(mesh, name: str, kind: str, domain: str, data: np.ndarray, field_name: str) -> None:
+    dtype = np.int32 if kind == "INT" else np.float32
+    mesh.attributes.new(name, kind, domain).data.foreach_set(
+        field_name, np.ascontiguousarray(data, dtype).ravel()
+    )
+
+
+def _corner_data(
+    layer_data: np.ndarray, domain: str, corner_vertices: np.ndarray, keep: np.ndarray
+) -> np.ndarray:
+    """A layer's values per built corner (POINT layers expanded through the corner vertices)."""
+    if domain == "POINT":
+        return layer_data[corner_vertices]
+    return layer_data.reshape(-1, 3, layer_data.shape[-1])[keep].reshape(-1, layer_data.shape[-1])
+
+
+def set_normals(blender_mesh, normals: Layer, corners: np.ndarray, keep: np.ndarray) -> None:
+    """Blender's custom normals, and the exact source normals beside them for the extractor."""
+    data = np.asarray(normals.data, np.float32)
+    if normals.domain == "POINT":
+        blender_mesh.normals_split_custom_set_from_vertices(data)
+    else:
+        data = _corner_data(data, "CORNER", corners, keep)
+        blender_mesh.normals_split_custom_set(data)
+    _attribute(blender_mesh, props.SOURCE_NORMAL, "FLOAT_VECTOR", normals.domain, data, "vector")
+
+
+def build_mesh(context, mesh: Mesh, collection, materials, armature, result) -> bpy.types.Object:
+    """The mesh object of a Scene mesh in ``collection``, skinned to ``armature`` (or None)."""
+    blender_mesh = _mesh_data(mesh, materials, result)
+    obj = bpy.data.objects.new(mesh.name, blender_mesh)
+    obj[props.SCENE_NAME] = mesh.name
+    collection.objects.link(obj)
+    if mesh.matrix is not None:
+        obj.matrix_basis = Matrix(np.asarray(mesh.matrix, dtype=np.float64).tolist())
+    if armature is not None:
+        obj.parent = armature
+        modifier = obj.modifiers.new("Armature", "ARMATURE")
+        modifier.object = armature
+        if mesh.skin_joints is not None and mesh.skin_weights is not None:
+            add_vertex_groups(
+                obj, list(armature.data[props.JOINT_ORDER]), mesh.skin_joints, mesh.skin_weights
+            )
+    if mesh.shape_keys:
+        obj.shape_key_add(name="Basis", from_mix=False)
+        for key in mesh.shape_keys:
+            block = obj.shape_key_add(name=key.name, from_mix=False)
+            block.value = 0.0  # Blender adds keys at full weight; the scene's mesh is the rest
+            block.data.foreach_set("co", np.ascontiguousarray(key.positions, np.float32).ravel())
+    obj.hide_render = mesh.hidden
+    obj[props.HIDDEN] = mesh.hidden
+    return obj
+
+
+def _mesh_data(mesh: Mesh, materials, result) -> bpy.types.Mesh:
+    """The mesh datablock: geometry, normals, layers, material slots and what the extractor needs."""
+    triangles = np.asarray(mesh.triangles, np.int32).reshape(-1, 3)
+    # Blender cannot hold triangles that repeat a vertex (or name a missing one).
+    keep = (
+        (triangles[:, 0] != triangles[:, 1])
+        & (triangles[:, 1] != triangles[:, 2])
+        & (triangles[:, 0] != triangles[:, 2])
+        & ((triangles >= 0) & (triangles < len(mesh.positions))).all(axis=1)
+    )
+    if not keep.all():
+        result.warnings.append(f"{mesh.name}: {int((~keep).sum())} degenerate triangles left out")
+        triangles = triangles[keep]
+    corners = triangles.ravel()
+    blender_mesh = bpy.data.meshes.new(mesh.name)
+    blender_mesh.vertices.add(len(mesh.positions))
+    blender_mesh.loops.add(len(corners))
+    blender_mesh.polygons.add(len(triangles))
+    blender_mesh.attributes["position"].data.foreach_set(
+        "vector", np.ascontiguousarray(mesh.positions, np.float32).ravel()
+    )
+    blender_mesh.attributes[".corner_vert"].data.foreach_set("value", corners)
+    blender_mesh.polygons.foreach_set("loop_start", np.arange(0, len(corners), 3, dtype=np.int32))
+    blender_mesh.update(calc_edges=True)
+
+    if mesh.normals is not None:
+        set_normals(blender_mesh, mesh.normals, corners, keep)
+    info = {"uv_domains": _layers(blender_mesh, mesh, corners, keep)}
+    for index in mesh.materials:
+        blender_mesh.materials.append(materials[index])
+    indices = None if mesh.material_indices is None else np.asarray(mesh.material_indices, np.int32)[keep]
+    if indices is not None and mesh.materials and indices.any():  # all zero is Blender's default
+        _attribute(blender_mesh, "material_index", "INT", "FACE", indices, "value")
+    if mesh.skin_weights is not None:
+        info["skin_influences"] = int(np.asarray(mesh.skin_weights).shape[1])
+    if mesh.shape_keys:
+        info["shape_key_extras"] = {k.name: k.extras for k in mesh.shape_keys if k.extras}
+    props.set_extras(blender_mesh, mesh.extras)
+    blender_mesh[props.MESH_INFO] = info
+    return blender_mesh
+
+
+def _layers(blender_mesh, mesh: Mesh, corners, keep) -> dict[str, str]:
+    """UV maps, colour attributes and tangents; returns the domain each UV map came in."""
+    uv_domains = {}
+    for layer in mesh.uv_layers:
+        uv = blender_mesh.uv_layers.new(name=layer.name)
+        uv_domains[uv.name] = layer.domain
+        # The layer's generic attribute takes the values several times faster than ``uv.data``.
+        blender_mesh.attributes[uv.name].data.foreach_set(
+            "vector",
+            np.ascontiguousarray(
+                _corner_data(np.asarray(layer.data), layer.domain, corners, keep), np.float32
+            ).ravel(),
+        )
+    for layer in mesh.color_layers:
+        data = np.asarray(layer.data)
+        if layer.domain == "CORNER":
+            data = _corner_data(data, "CORNER", corners, keep)
+        attribute = blender_mesh.color_attributes.new(layer.name, "FLOAT_COLOR", layer.domain)
+        attribute.data.foreach_set("color", np.ascontiguousarray(data, np.float32).ravel())
+    if mesh.tangents is not None:
+        data = np.asarray(mesh.tangents.data)
+        if mesh.tangents.domain == "CORNER":
+            data = _corner_data(data, "CORNER", corners, keep)
+        _attribute(blender_mesh, props.TANGENT, "FLOAT_VECTOR", mesh.tangents.domain, data[:, :3], "vector")
+        _attribute(blender_mesh, props.TANGENT_SIGN, "FLOAT", mesh.tangents.domain, data[:, 3], "value")
+    return uv_domains
+
+
+def add_vertex_groups(obj, bone_names: list[str], joints: np.ndarray, weights: np.ndarray) -> None:
+    """One vertex group per bone that has weights; one call per distinct (bone, weight) pair.
+
+    Blender has no bulk setter for vertex weights; grouping equal weights keeps the
+    calls few for the 8- and 16-bit weights files store.
+    """
+    joints = np.asarray(joints, np.int64)
+    weights = np.asarray(weights, np.float32)
+    vertex = np.repeat(np.arange(joints.shape[0]), joints.shape[1])
+    joints, weights = joints.ravel(), weights.ravel()
+    used = (weights > 0) & (joints >= 0) & (joints < len(bone_names))
+    vertex, joints, weights = vertex[used], joints[used], weights[used]
+    # One sort on (bone, weight bits): positive float32 bits sort like the floats; vertices stay in order.
+    key = (joints << 32) | weights.view(np.uint32).astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    key, vertex = key[order], vertex[order].tolist()
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    ends = np.r_[starts[1:], len(key)].tolist()
+    groups: dict[int, bpy.types.VertexGroup] = {}
+    for start, end, joint, weight in zip(
+        starts.tolist(), ends, (key[starts] >> 32).tolist(), weights[order][starts].tolist(), strict=True
+    ):
+        group = groups.get(joint)
+        if group is None:
+            group = groups[joint] = obj.vertex_groups.new(name=bone_names[joint])
+        group.add(vertex[start:end], weight, "REPLACE")
+
+
+def show_animated_visibility(context, objects, meshes: list[Mesh], animated: set[str]) -> None:
+    """Hide the hidden meshes: with ``hide_viewport`` when an animation keys their visibility (``animated``:
+    their names), else with the eye (one click shows them), which would override ``hide_viewport``."""
+    hidden = [o for o, m in zip(objects, meshes, strict=True) if m.hidden and m.name not in animated]
+    for obj, mesh in zip(objects, meshes, strict=True):
+        obj.hide_viewport = mesh.hidden and mesh.name in animated
+    if hidden:
+        context.view_layer.update()  # the view layer knows new objects only once synced
+        for obj in hidden:
+            obj.hide_set(True, view_layer=context.view_layer)
+
+
+# -- channels -----------------------------------------------------------------
+
+
+def key_visibility(actions, obj, times, values, record: ChannelRecord) -> None:
+    """An object ``hide`` channel: the same CONSTANT keys on ``hide_viewport`` (recorded) and ``hide_render``."""
+    for data_path, recorded in (("hide_viewport", record), ("hide_render", None)):
+        fcurves = actions.fcurves(obj, "OBJECT", data_path, 1, "", recorded)
+        actions.write(fcurves, recorded, times, values[:, :1], "CONSTANT")
+
+
+def key_shape(actions, key, channel, times, values, record: ChannelRecord) -> bool:
+    """A shape key channel (``Channel.path``: the key block's name) on the mesh's shape keys; False when
+    the mesh has no such key block."""
+    if channel.path not in key.key_blocks:
+        return False
+    data_path = f'key_blocks["{bpy.utils.escape_identifier(channel.path)}"].value'
+    fcurves = actions.fcurves(key, "KEY", data_path, 1, "", record)
+    actions.write(
+        fcurves, record, times, values, channel.interpolation, channel.handles_left, channel.handles_right
+    )
+    return True
+
+
+# -- extract --------------------------------------------------------------------
+
+
+def _per_point(values: np.ndarray, corner_vertices: np.ndarray, vertex_count: int, tolerance: float = 0.0):
+    """Per-vertex values when every corner of each vertex agrees (within ``tolerance``), else None."""
+    point = np.zeros((vertex_count, values.shape[1]), values.dtype)
+    point[corner_vertices] = values
+    if np.abs(point[corner_vertices] - values).max(initial=0.0) > tolerance:
+        return None
+    return point
+
+
+def extract_mesh(context, obj, armature_obj, skeleton, materials, warnings: list[str]) -> Mesh:
+    """The Scene mesh of a mesh object; ``materials`` registers the materials it uses (``.add``)."""
+    data = obj.data
+    info = props.to_python(data[props.MESH_INFO]) if props.MESH_INFO in data else {}
+    data.calc_loop_triangles()
+    vertex_count, loop_count, tri_count = len(data.vertices), len(data.loops), len(data.loop_triangles)
+    positions = compat.read_array(data.attributes["position"].data, "vector", vertex_count, 3)
+    tri_loops = compat.read_array(data.loop_triangles, "loops", tri_count, 3, np.int32).ravel()
+    triangles = compat.read_array(data.loop_triangles, "vertices", tri_count, 3, np.int32)
+    corner_vertices = triangles.ravel()
+    loop_vertices = compat.read_array(data.attributes[".corner_vert"].data, "value", loop_count, 1, np.int32)
+    mesh = Mesh(props.scene_name(obj), positions, triangles, extras=props.get_extras(data))
+    mesh.normals = _normals(data, tri_loops, corner_vertices, loop_vertices, vertex_count, loop_count)
+    _read_layers(mesh, data, info, tri_loops, corner_vertices)
+
+    if data.materials:
+        slots = [materials.add(m) if m is not None else -1 for m in data.materials]
+        used = compat.read_array(data.loop_triangles, "material_index", tri_count, 1, np.int32)
+        used = np.clip(used, 0, len(slots) - 1)
+        present = [i for i, s in enumerate(slots) if s >= 0]
+        remap = np.full(len(slots), 0, np.int32)
+        remap[present] = np.arange(len(present), dtype=np.int32)
+        mesh.materials = [slots[i] for i in present]
+        mesh.material_indices = remap[used]
+
+    if skeleton is not None and armature_obj is not None and deformed_by(obj, armature_obj):
+        mesh.skeleton = 0
+        joints, weights, unweighted = _skin(context, obj, skeleton, info.get("skin_influences"))
+        if joints is not None:
+            mesh.skin_joints, mesh.skin_weights = joints, weights
+            if unweighted:
+                warnings.append(f"{obj.name}: {unweighted} vertices have no bone weights")
+    if data.shape_keys is not None:
+        key_extras = info.get("shape_key_extras", {})
+        reference = data.shape_keys.reference_key
+        for block in data.shape_keys.key_blocks:
+            if block != reference:
+                positions = compat.read_array(block.data, "co", vertex_count, 3)
+                mesh.shape_keys.append(ShapeKey(block.name, positions, key_extras.get(block.name, {})))
+    mesh.collection = _collection_name(context, obj)
+    mesh.hidden = obj.hide_render
+    if "hide_render" in compat.animated_paths(obj) and props.HIDDEN in obj:
+        mesh.hidden = bool(obj[props.HIDDEN])
+    matrix = np.array(obj.matrix_world, dtype=np.float64)
+    if armature_obj is not None:  # in armature space, as the scene has it
+        matrix = np.linalg.inv(np.array(armature_obj.matrix_world, dtype=np.float64)) @ matrix
+    mesh.matrix = None if np.allclose(matrix, np.eye(4), atol=1e-7) else matrix
+    return mesh
+
+
+def _read_layers(mesh: Mesh, data, info: dict, tri_loops, corner_vertices) -> None:
+    """UV maps (in the domain they came in), colour attributes and tangents."""
+    vertex_count, loop_count = len(data.vertices), len(data.loops)
+    uv_domains = info.get("uv_domains", {})
+    for uv in data.uv_layers:
+        values = compat.read_array(uv.data, "uv", loop_count, 2)[tri_loops]
+        point = (
+            _per_point(values, corner_vertices, vertex_count)
+            if uv_domains.get(uv.name, "POINT") == "POINT"
+            else None
+        )
+        mesh.uv_layers.append(
+            Layer(uv.name, values if point is None else point, "CORNER" if point is None else "POINT")
+        )
+    for attribute in data.color_attributes:
+        field = "color" if attribute.data_type == "FLOAT_COLOR" else "color_srgb"
+        count = vertex_count if attribute.domain == "POINT" else loop_count
+        values = compat.read_array(attribute.data, field, count, 4)
+        mesh.color_layers.append(
+            Layer(
+                attribute.name, values if attribute.domain == "POINT" else values[tri_loops], attribute.domain
+            )
+        )
+    if props.TANGENT in data.attributes and props.TANGENT_SIGN in data.attributes:
+        tangent, sign = data.attributes[props.TANGENT], data.attributes[props.TANGENT_SIGN]
+        count = vertex_count if tangent.domain == "POINT" else loop_count
+        values = np.concatenate(
+            [
+                compat.read_array(tangent.data, "vector", count, 3),
+                compat.read_array(sign.data, "value", count, 1)[:, None],
+            ],
+            1,
+        )
+        mesh.tangents = Layer(
+            "tangent", values if tangent.domain == "POINT" else values[tri_loops], tangent.domain
+        )
+
+
+def _normals(data, tri_loops, corner_vertices, loop_vertices, vertex_count, loop_count) -> Layer:
+    """The imported normals while Blender's still agree with them, else Blender's corner normals."""
+    current = compat.read_array(data.corner_normals, "vector", loop_count, 3)
+    if props.SOURCE_NORMAL in data.attributes:
+        source = data.attributes[props.SOURCE_NORMAL]
+        if source.domain == "POINT" and source.data_type == "FLOAT_VECTOR":
+            point = compat.read_array(source.data, "vector", vertex_count, 3)
+            if np.abs(point[loop_vertices] - current).max(initial=0.0) <= _NORMAL_TOLERANCE:
+                return Layer("normal", point, "POINT")
+        elif source.domain == "CORNER" and source.data_type == "FLOAT_VECTOR":
+            corner = compat.read_array(source.data, "vector", loop_count, 3)
+            if np.abs(corner - current).max(initial=0.0) <= _NORMAL_TOLERANCE:
+                return Layer("normal", corner[tri_loops], "CORNER")
+    corner = current[tri_loops]
+    point = _per_point(corner, corner_vertices, vertex_count, 1e-6)
+    return Layer("normal", corner, "CORNER") if point is None else Layer("normal", point, "POINT")
+
+
+def _collection_name(context, obj) -> str:
+    collection = obj.users_collection[0] if obj.users_collection else None
+    if collection is None or props.SCENE in collection or collection == context.scene.collection:
+        return ""
+    return props.scene_name(collection)
+
+
+def vertex_group_weights(context, obj, names: list[str]) -> np.ndarray:
+    """(V, len(names)) weights of the vertex groups named ``names`` (0 where absent).
+
+    Read in bulk through a temporary geometry-nodes object that copies each
+    group into a float attribute; the mesh itself is not changed.
+    """
+    vertex_count = len(obj.data.vertices)
+    weights = np.zeros((vertex_count, len(names)), np.float32)
+    present = [i for i, n in enumerate(names) if n in obj.vertex_groups]
+    if not present:
+        return weights
+    tree = bpy.data.node_groups.new("vertex group reader", "GeometryNodeTree")
+    reader = bpy.data.objects.new("vertex group reader", obj.data)
+    try:
+        tree.interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+        tree.interface.new_socket(name="Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+        geometry = tree.nodes.new("NodeGroupInput").outputs[0]
+        for i in present:
+            group = tree.nodes.new("GeometryNodeInputNamedAttribute")
+            group.data_type = "FLOAT"
+            group.inputs["Name"].default_value = names[i]
+            store = tree.nodes.new("GeometryNodeStoreNamedAttribute")
+            store.data_type = "FLOAT"
+            store.domain = "POINT"
+            store.inputs["Name"].default_value = f"weight {i}"
+            tree.links.new(geometry, store.inputs["Geometry"])
+            tree.links.new(group.outputs["Attribute"], store.inputs["Value"])
+            geometry = store.outputs["Geometry"]
+        tree.links.new(geometry, tree.nodes.new("NodeGroupOutput").inputs[0])
+        reader.modifiers.new("weights", "NODES").node_group = tree
+        context.scene.collection.objects.link(reader)
+        evaluated = reader.evaluated_get(context.evaluated_depsgraph_get()).data
+        column = np.empty(vertex_count, np.float32)
+        for i in present:
+            evaluated.attributes[f"weight {i}"].data.foreach_get("value", column)
+            weights[:, i] = column
+    finally:
+        bpy.data.objects.remove(reader)
+        bpy.data.node_groups.remove(tree)
+    return weights
+
+
+def _skin(context, obj, skeleton: Skeleton, influences: int | None):
+    """Strongest bones per vertex, normalised; and how many vertices have no weight at all."""
+    dense = vertex_group_weights(context, obj, skeleton.bone_names)
+    if not dense.any():
+        return None, None, 0
+    count = influences or int((dense > 0).sum(axis=1).max())
+    # Strongest first; equal weights by bone index (stable sort of the negated weights).
+    order = np.argsort(-dense, axis=1, kind="stable")[:, :count]
+    weights = np.take_along_axis(dense, order, axis=1)
+    totals = weights.sum(axis=1, keepdims=True)
+    weights = np.where(totals > 0, weights / np.where(totals > 0, totals, 1), 0).astype(np.float32)
+    joints = np.where(weights > 0, order, 0).astype(np.int32)
+    return joints, weights, int((totals[:, 0] <= 0).sum())

@@ -1,0 +1,149 @@
+"""What the builder records on each action so that export gets the Scene's animation back.
+
+Every action the builder makes carries one ``AnimationRecord`` in its ``props.ANIMATION``
+property: the Scene animation it belongs to (name, frame rate and range, its place among the
+import's animations, the group tying the actions of one animation together) and a
+``ChannelRecord`` for each Scene channel it keys: where the channel's F-curves are and what the
+builder did to its keys on the way in, for the extractor to undo. ``write_record`` and
+``read_record`` are the only way in and out; they go through the extras codec
+(``formats.extras``), with arrays of numbers as their float64 bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, field, fields
+
+import numpy as np
+
+from ...formats import extras as codec
+from . import props
+
+
+@dataclass
+class Keys:
+    """A channel's keys, as the Scene had them."""
+
+    times: np.ndarray  # (K,) float64 frames
+    values: np.ndarray  # (K, C) float64
+    interpolation: str = "LINEAR"
+    handles_left: np.ndarray | None = None  # (K, C, 2)
+    handles_right: np.ndarray | None = None
+
+
+@dataclass
+class Part:
+    """One per-component channel (``Channel.index``) of those merged into a whole-vector channel."""
+
+    index: int  # Channel.index
+    keys: Keys
+    extras: dict = field(default_factory=dict)
+
+
+@dataclass
+class Unspread:
+    """Keys the builder spread apart (closer than ``compat.MERGE_DISTANCE``): the Scene's, and as written."""
+
+    keys: Keys
+    spread: Keys
+
+
+@dataclass
+class ChannelRecord:
+    """One Scene channel as its F-curves hold it, and what the builder changed on the way in."""
+
+    kind: str  # Channel.target_kind
+    target: str  # Channel.target as imported (export follows renames)
+    path: str  # Channel.path
+    order: int = 0  # place among the animation's channels (export keeps the order)
+    data_path: str = ""  # of the channel's F-curves
+    extras: dict = field(default_factory=dict)  # Channel.extras
+    index: int | None = None  # Channel.index: the one component the channel keys
+    array_index: int | None = None  # the one F-curve of ``data_path`` it keys; None: one per component
+    loop: dict | None = None  # curves.loop_keys' changes, by F-curve array index (for curves.unloop_rows)
+    slerp: list[float] = field(default_factory=list)  # frames curves.slerp_keys added
+    flipped: list[int] = field(default_factory=list)  # quaternion keys sign-flipped for continuity
+    baked: str = ""  # the path sampled at every frame ("rotation_euler": into quaternions)
+    offset: list[float] = field(default_factory=list)  # added to each component (a texture centre)
+    source: np.ndarray | None = None  # the Scene's values, when float32 F-curves do not map back to them
+    written: str = ""  # hash of the keys as written, for ``source`` and ``parts``
+    parts: list[Part] = field(default_factory=list)  # the per-component channels merged into this one
+    unspread: Unspread | None = None  # the Scene's keys, when some were spread apart
+
+
+@dataclass
+class AnimationRecord:
+    """One action's share of a Scene animation."""
+
+    name: str  # Animation.name as imported (export follows renames)
+    fps: float
+    loop: bool
+    frame_start: float
+    frame_end: float
+    index: int  # place among the import's animations (export keeps the order)
+    group: str  # shared by the actions of one animation (one per animated datablock)
+    primary: bool  # the group's first action: it holds the animation's extras
+    skeleton: int | None = None  # Animation.skeleton
+    channels: list[ChannelRecord] = field(default_factory=list)
+
+
+def write_record(action, record: AnimationRecord) -> None:
+    action[props.ANIMATION] = _plain(record)
+
+
+def read_record(action) -> AnimationRecord | None:
+    """The action's record; None for an action the builder did not make."""
+    if props.ANIMATION not in action:
+        return None
+    data = action[props.ANIMATION].to_dict()
+    return _decoded(AnimationRecord, data, channels=lambda c: [_channel(d) for d in c])
+
+
+def _plain(value):
+    """A record as ID properties hold it: dataclasses as dicts (fields at their default left out), arrays
+    as their float64 bytes, every other value through the codec."""
+    if hasattr(value, "__dataclass_fields__"):
+        return {f.name: _plain(v) for f in fields(value) if not _is_default(f, v := getattr(value, f.name))}
+    if isinstance(value, list) and value and hasattr(value[0], "__dataclass_fields__"):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return codec.encode(np.ascontiguousarray(value, "<f8").tobytes())
+    return codec.encode(value)
+
+
+def _is_default(f, value) -> bool:
+    if value is None:
+        return True
+    default = f.default_factory() if f.default_factory is not MISSING else f.default
+    return type(value) in (str, list, dict) and value == default
+
+
+def _decoded(cls, data: dict, **decoders):
+    """A ``cls`` of its stored fields: through ``decoders`` (by field name), else the codec."""
+    return cls(**{k: decoders.get(k, codec.decode)(v) for k, v in data.items()})
+
+
+def _array(data, *shape: int) -> np.ndarray:
+    return np.frombuffer(codec.decode(data), "<f8").reshape(shape).copy()
+
+
+def _keys(data: dict) -> Keys:
+    times = _array(data["times"], -1)
+    count = len(times)
+    return _decoded(
+        Keys,
+        data,
+        times=lambda _: times,
+        values=lambda d: _array(d, count, -1),
+        handles_left=lambda d: _array(d, count, -1, 2),
+        handles_right=lambda d: _array(d, count, -1, 2),
+    )
+
+
+def _channel(data: dict) -> ChannelRecord:
+    return _decoded(
+        ChannelRecord,
+        data,
+        source=lambda d: _array(d, -1),
+        parts=lambda parts: [_decoded(Part, p, keys=_keys) for p in parts],
+        unspread=lambda d: _decoded(Unspread, d, keys=_keys, spread=_keys),
+    )

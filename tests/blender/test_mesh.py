@@ -1,0 +1,138 @@
+"""Meshes ⇄ mesh objects: geometry, layers, normals, skinning and shape keys."""
+
+import bpy
+import numpy as np
+from builder_support import KEY_FRAMES, attribute, expected_world, make_scene
+from retro_models.formats import scene as sc
+from retro_models.operators.blender import props
+from retro_models.operators.blender.build import build_scene
+from retro_models.operators.blender.extract import extract_scene
+
+
+def test_mesh_values(built):
+    scene, result = built
+    mesh, obj = scene.meshes[0], result.objects[0]
+    data = obj.data
+    corners = mesh.triangles.ravel()
+    assert (len(data.vertices), len(data.polygons), len(data.loops)) == (
+        len(mesh.positions),
+        len(mesh.triangles),
+        len(corners),
+    )
+    np.testing.assert_array_equal(attribute(data.attributes, "position", "vector", 3), mesh.positions)
+    np.testing.assert_array_equal(attribute(data.attributes, ".corner_vert", "value", 1, np.int32), corners)
+    np.testing.assert_array_equal(
+        attribute(data.uv_layers, "UVMap", "uv", 2), mesh.uv_layers[0].data[corners]
+    )
+    np.testing.assert_array_equal(attribute(data.uv_layers, "Detail", "uv", 2), mesh.uv_layers[1].data)
+    np.testing.assert_array_equal(
+        attribute(data.color_attributes, "Col", "color", 4), mesh.color_layers[0].data
+    )
+    np.testing.assert_array_equal(
+        attribute(data.attributes, props.SOURCE_NORMAL, "vector", 3), mesh.normals.data
+    )
+    np.testing.assert_array_equal(
+        attribute(data.attributes, props.TANGENT, "vector", 3), mesh.tangents.data[:, :3]
+    )
+    np.testing.assert_array_equal(
+        attribute(data.attributes, props.TANGENT_SIGN, "value", 1), mesh.tangents.data[:, 3]
+    )
+    corner_normals = np.empty(len(corners) * 3, np.float32)
+    data.corner_normals.foreach_get("vector", corner_normals)
+    corner_normals = corner_normals.reshape(-1, 3)
+    np.testing.assert_allclose(corner_normals, mesh.normals.data[corners], atol=1e-3)
+    material_index = np.empty(len(data.polygons), np.int32)
+    data.polygons.foreach_get("material_index", material_index)
+    np.testing.assert_array_equal(material_index, mesh.material_indices)
+    assert [m.name for m in data.materials] == ["Skin", "Eyes"]
+    assert props.get_extras(data) == mesh.extras
+    assert obj.parent == result.armatures[0]
+    assert obj.modifiers[0].type == "ARMATURE" and obj.modifiers[0].object == result.armatures[0]
+    assert [k.name for k in data.shape_keys.key_blocks] == ["Basis", "Smile"]
+    np.testing.assert_array_equal(
+        attribute(data.shape_keys.key_blocks, "Smile", "co", 3), mesh.shape_keys[0].positions
+    )
+
+
+def test_weights(built):
+    scene, result = built
+    mesh, obj = scene.meshes[0], result.objects[0]
+    names = [g.name for g in obj.vertex_groups]
+    expected = np.zeros((len(mesh.positions), 4), np.float32)
+    np.add.at(expected, (np.arange(len(mesh.positions))[:, None], mesh.skin_joints), mesh.skin_weights)
+    got = np.zeros_like(expected)
+    for v in obj.data.vertices:
+        for g in v.groups:
+            got[v.index, int(names[g.group][4:])] = g.weight
+    np.testing.assert_array_equal(got, expected)
+
+
+def linear_blend(mesh, skeleton, world, positions):
+    skinning = world @ np.linalg.inv(skeleton.rest)
+    homogeneous = np.concatenate([positions, np.ones((len(positions), 1))], axis=1)
+    per_joint = np.einsum("vkij,vj->vki", skinning[mesh.skin_joints], homogeneous)[..., :3]
+    return (per_joint * mesh.skin_weights[..., None]).sum(axis=1)
+
+
+def test_skinning_matches_linear_blend(empty_scene):
+    scene = make_scene()
+    result = build_scene(scene, bpy.context)
+    mesh, obj = scene.meshes[0], result.objects[0]
+    smile = mesh.shape_keys[0].positions
+    for key, shape_value in ((2, 0.5), (0, 0.0)):
+        bpy.context.scene.frame_set(int(KEY_FRAMES[key]))
+        assert not obj.hide_viewport and not obj.hide_render
+        evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        deformed = evaluated.to_mesh()
+        got = np.empty(len(deformed.vertices) * 3, np.float32)
+        deformed.vertices.foreach_get("co", got)
+        evaluated.to_mesh_clear()
+        base = mesh.positions + shape_value * (smile - mesh.positions)
+        expected = linear_blend(
+            mesh, scene.skeletons[0], expected_world(scene.skeletons[0], scene.animations[0], key), base
+        )
+        np.testing.assert_allclose(got.reshape(-1, 3), expected, atol=1e-4)
+    bpy.context.scene.frame_set(10)
+    assert obj.hide_viewport and obj.hide_render
+
+
+def test_degenerate_triangles_are_left_out(empty_scene):
+    positions = np.eye(4, 3, dtype=np.float32)
+    triangles = np.array([[0, 1, 2], [1, 1, 3], [0, 2, 3], [0, 3, 9]], np.int32)
+    uv = np.arange(24, dtype=np.float32).reshape(12, 2)
+    mesh = sc.Mesh(
+        "Strip",
+        positions,
+        triangles,
+        uv_layers=[sc.Layer("UVMap", uv, "CORNER")],
+        material_indices=np.array([0, 1, 1, 0], np.int32),
+        materials=[0, 1],
+    )
+    scene = sc.Scene(meshes=[mesh], materials=[sc.Material("A"), sc.Material("B")])
+    result = build_scene(scene, bpy.context)
+    assert result.warnings == ["Strip: 2 degenerate triangles left out"]
+    data = result.objects[0].data
+    np.testing.assert_array_equal(
+        attribute(data.attributes, ".corner_vert", "value", 1, np.int32), [0, 1, 2, 0, 2, 3]
+    )
+    np.testing.assert_array_equal(attribute(data.uv_layers, "UVMap", "uv", 2), uv[[0, 1, 2, 6, 7, 8]])
+    assert [p.material_index for p in data.polygons] == [0, 1]
+
+
+def test_polygons_are_triangulated(empty_scene):
+    result = build_scene(make_scene(), bpy.context)
+    data = result.objects[0].data
+    import bmesh
+
+    mesh = bmesh.new()
+    mesh.from_mesh(data)
+    bmesh.ops.join_triangles(
+        mesh, faces=mesh.faces[:], angle_face_threshold=np.pi, angle_shape_threshold=np.pi
+    )
+    quads = len(mesh.faces)
+    mesh.to_mesh(data)
+    mesh.free()
+    got = extract_scene(bpy.context, result.armatures[0], result.objects).meshes[0]
+    assert quads < 20 and len(got.triangles) == 20
+    assert got.uv_layers[1].domain == "CORNER" and len(got.uv_layers[1].data) == 60
+    assert len(got.material_indices) == 20
