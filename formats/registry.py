@@ -210,8 +210,8 @@ FAMILIES: tuple[Family, ...] = (
     # Textures are imported with the models that use them; alone, they are only inspected.
     Family(
         "textures",
-        "texture (TPL, DDS)",
-        (".tpl", ".dds"),
+        "texture (TPL, DDS, GXT)",
+        (".tpl", ".dds", ".gxt"),
         textures_inspect.detect,
         textures_inspect.summarize,
     ),

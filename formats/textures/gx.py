@@ -306,7 +306,7 @@ def _build_palette(stream: np.ndarray, palette_format: int, capacity: int) -> tu
     if len(codes) <= capacity:
         return inverse.reshape(-1), codes
     colours = decode_words(codes).astype(np.float64)
-    labels = _median_cut(colours, counts.astype(np.float64), capacity)
+    labels = median_cut(colours, counts.astype(np.float64), capacity)
     box_weight = np.bincount(labels, counts, capacity)
     means = (
         np.stack([np.bincount(labels, colours[:, c] * counts, capacity) for c in range(4)], axis=1)
@@ -316,7 +316,7 @@ def _build_palette(stream: np.ndarray, palette_format: int, capacity: int) -> tu
     return labels[inverse.reshape(-1)], palette
 
 
-def _median_cut(colours: np.ndarray, weights: np.ndarray, boxes: int) -> np.ndarray:
+def median_cut(colours: np.ndarray, weights: np.ndarray, boxes: int) -> np.ndarray:
     """Split the weighted colours into ``boxes`` groups (one split per loop turn) → group per colour."""
     labels = np.zeros(len(colours), np.intp)
 

@@ -473,7 +473,7 @@ def quantize(pixels: np.ndarray, fmt: int) -> np.ndarray:
         palette[: len(unique)] = colours
         return palette
     values, weights = colours.astype(np.float64), counts.astype(np.float64)
-    labels = gx._median_cut(values, weights, capacity)
+    labels = gx.median_cut(values, weights, capacity)
     box_weight = np.maximum(np.bincount(labels, weights, capacity), 1)
     for channel in range(4):
         palette[:, channel] = np.rint(

@@ -1,17 +1,19 @@
-"""Readable summaries of texture files: TPL (GX images) and DDS."""
+"""Readable summaries of texture files: TPL (GX images), DDS and PS Vita GXT."""
 
 from __future__ import annotations
 
 import struct
 
-from . import dds, gx, tpl
+from . import dds, gx, gxt, tpl
 
 
 def detect(data: bytes, name: str) -> bool:
-    return data[:4] in (struct.pack(">I", tpl.MAGIC), dds.MAGIC)
+    return data[:4] in (struct.pack(">I", tpl.MAGIC), dds.MAGIC) or gxt.detect(data, name)
 
 
 def summarize(data: bytes, name: str) -> str:
+    if gxt.detect(data, name):
+        return gxt.summarize(data, name)
     if data[:4] == dds.MAGIC:
         return _summarize_dds(data, name)
     return _summarize_tpl(data, name)
