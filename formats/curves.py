@@ -9,7 +9,7 @@ splits into independent affine maps per channel:
 - quaternion: ``q' = c⁻¹ q₀⁻¹ q c`` (linear in q: a 4×4 orthogonal matrix)
 - scale: ``s' = |Cᵀ| s`` (C is a signed axis permutation)
 
-A rest scale the edit bones cannot hold (``build.rest_scales``: k per axis of
+A rest scale the edit bones cannot hold (``armature.rest_scales``: k per axis of
 the bone, a uniform k_p of its parent) enters the basis as
 ``rest_local⁻¹ @ k_p @ key_local @ diag(k)⁻¹``: location × k_p, scale × k_p / k.
 - euler: unchanged when ``R₀`` and ``C`` are identities; otherwise no
@@ -59,7 +59,7 @@ class BoneMaps:
 
         ``rest_local`` is the rotation-only local rest of the edit bones; ``scale`` (3,) and
         ``parent_scale`` are the rest scale of the bone and of its parent that edit bones cannot hold
-        (``build.rest_scales``): the basis takes the channel translation × parent_scale and the channel
+        (``armature.rest_scales``): the basis takes the channel translation × parent_scale and the channel
         scale × parent_scale / scale.
         """
         scale = np.ones(3) if scale is None else np.asarray(scale, np.float64)

@@ -26,10 +26,13 @@ import numpy as np
 BYTES = "__bytes__"
 JSON = "__json__"
 _INT32 = (-(2**31), 2**31 - 1)
+_AS_THEY_ARE = (str, float, bool)  # scalars both forms hold unchanged
 
 
 def encode(value):
     """``value`` in a form Blender's ID properties and JSON both hold (see the module)."""
+    if type(value) in _AS_THEY_ARE:
+        return value
     value = _plain(value)
     if isinstance(value, bytes):
         return {BYTES: base64.b64encode(value).decode("ascii")}
@@ -47,6 +50,8 @@ def encode(value):
 
 def decode(value):
     """The value ``encode`` was given (lists for tuples and arrays); accepts ID property values."""
+    if type(value) in _AS_THEY_ARE or type(value) is int:
+        return value
     if hasattr(value, "to_dict"):
         value = value.to_dict()
     elif hasattr(value, "to_list"):
@@ -83,7 +88,7 @@ def _plain_scalars(items) -> bool:
     """Whether a list is finite floats, 32-bit ints, bools or strings, all of one kind: encoded as it is."""
     kinds = set(map(type, items))
     if kinds == {float}:
-        return all(map(math.isfinite, items))
+        return math.isfinite(sum(items))  # NaN and ±inf carry through a sum (an overflow says no too)
     if kinds == {int}:
         return _fits(min(items)) and _fits(max(items))
     return kinds == {bool} or kinds == {str}

@@ -24,6 +24,7 @@ Conventions:
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -157,6 +158,33 @@ class Material:
     extras: Extras = field(default_factory=dict)
 
 
+@dataclass
+class ChannelOrigin:
+    """A channel as its file stored it: the encoded track, and a digest of the keys as imported.
+
+    A family converter sets it on import; the Blender layer gives it back with every channel
+    whose keys were not edited (and None with those that were), so export can reuse ``track``
+    for a channel whose ``keys_digest`` still equals ``digest`` and encode only the others.
+    """
+
+    track: object = None  # any value the extras codec holds (formats.extras)
+    digest: str = ""  # keys_digest of the channel as imported
+
+
+def keys_digest(channel) -> str:
+    """A digest of a channel's keys (``Channel``, or anything with its key fields): times, values,
+    interpolation and Bézier handles, bit for bit as float64 (−0.0 is not 0.0)."""
+    times = np.ascontiguousarray(channel.times, "<f8")
+    digest = hashlib.sha1(f"{len(times)} {channel.interpolation}".encode())
+    for array in (times, channel.values, channel.handles_left, channel.handles_right):
+        if array is None:
+            digest.update(b"none")
+            continue
+        array = np.ascontiguousarray(array, "<f8").reshape(len(times), -1)
+        digest.update(f"{array.shape}".encode() + array.tobytes())
+    return digest.hexdigest()
+
+
 # Extras key of a material texture-transform channel: the centre (u, v[, w]) its rotation and scale
 # apply about, ``uv' = S·R·(uv − c) + c + t`` (rotate, then scale); without it, Blender's Mapping
 # order (scale, rotate, translate about the origin).
@@ -194,6 +222,7 @@ class Channel:
     # One component of a vector property (Blender's array_index) when the file keys each
     # component separately; ``values`` is then (K, 1). None: all components, (K, C).
     index: int | None = None
+    origin: ChannelOrigin | None = None  # the track as the file stored it (set by converters)
 
 
 @dataclass

@@ -7,28 +7,37 @@ mesh object and shape keys on the mesh's shape keys (``mesh``), material channel
 material's node tree (``material.key_channel``). All get a fake user so they persist; the first
 animation is assigned. Keys go in with ``keyframe_points.add`` + ``foreach_set``.
 
-What F-curves cannot hold is changed on the way in and recorded on the action
-(``props.ANIMATION``): keys closer than ``compat.MERGE_DISTANCE`` are spread apart
-(``_spread_close_keys``), and a looping animation gets a Cycles modifier on every F-curve with
-its keys cut to the frame range (``curves.loop_keys``). ``extract_animations`` reads the
-records back and undoes those changes, giving the Scene's channels while they are unedited and
-Blender's keys where the user edited them.
+What F-curves cannot hold is changed on the way in: keys closer than ``compat.MERGE_DISTANCE``
+are spread apart (``_spread_close_keys``), a looping animation gets a Cycles modifier on every
+F-curve with its keys cut to the frame range (``curves.loop_keys``), bone channels go through
+their pose maps (``armature``). Each action records its channels (``records.ChannelRecord``).
+
+Was a channel edited? One decision: its record keeps the digest of its F-curves as written
+(``fcurve_digest``: keys, handles, interpolation, bit for bit); on export, the same digest of the
+current F-curves equals it, or the channel was edited. Unedited, the channel comes back exactly
+as imported, with its ``Channel.origin``: its keys are the F-curves' with the builder's changes
+undone (``_restore``) and rounded to float32 as files hold them (``_as_imported``), which the
+builder checked give the Scene's keys bit for bit, else the record keeps the Scene's keys
+(``_keep_scene_keys``). Edited, the channel is the F-curves' keys with the changes that still
+apply undone (loop keys, slerp keys still on the slerp, sign flips, a bake, merged components
+split again), and no origin.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 import secrets
 
 import bpy
 import numpy as np
 
-from ...formats.curves import loop_keys, sample, split_bezier, unloop_rows, unslerp_keys
+from ...formats.curves import loop_keys, sample, split_bezier, unloop_rows
 from ...formats.scene import Animation, Channel, Scene
 from . import armature as bones
 from . import compat, material, mesh, props
-from .records import AnimationRecord, ChannelRecord, Keys, Unspread, read_record, write_record
+from .records import AnimationRecord, ChannelRecord, Keys, SceneChannel, read_record, write_record
 
 INTERPOLATION_CODES = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}
 _INTERPOLATION_NAMES = {code: name for name, code in INTERPOLATION_CODES.items()}
@@ -89,21 +98,15 @@ def _spread_close_keys(times, values, handles_left, handles_right):
     return times, values, handles_left, handles_right
 
 
-def write_fcurve(fcurve, times, values, interpolation, handles_left=None, handles_right=None, cyclic=False):
-    """``interpolation``: one for every key, or one per key."""
-    count = len(times)
+def write_fcurve(
+    fcurve, co: np.ndarray, codes: np.ndarray, handles_left=None, handles_right=None, cyclic=False
+):
+    """Key ``fcurve`` in bulk: ``co`` (K, 2) float32 frames and values, ``codes`` (K,) interpolation codes
+    (``interpolation_codes``), Bézier handles (K, 2) or None."""
+    count = len(co)
     points = fcurve.keyframe_points
     points.add(count)
-    co = np.empty((count, 2), np.float32)
-    co[:, 0] = times
-    co[:, 1] = values
     points.foreach_set("co", co.ravel())
-    linear = INTERPOLATION_CODES["LINEAR"]  # for modes the scene does not name
-    if isinstance(interpolation, str):
-        codes = np.full(count, INTERPOLATION_CODES.get(interpolation, linear), np.int32)
-    else:
-        modes, per_key = np.unique(np.asarray(interpolation, dtype=str), return_inverse=True)
-        codes = np.array([INTERPOLATION_CODES.get(m, linear) for m in modes], np.int32)[per_key]
     points.foreach_set("interpolation", codes)
     if handles_left is not None and handles_right is not None:
         free = np.full(count, _HANDLE_FREE, np.int32)
@@ -114,6 +117,28 @@ def write_fcurve(fcurve, times, values, interpolation, handles_left=None, handle
     if cyclic:
         fcurve.modifiers.new("CYCLES")
     fcurve.update()
+
+
+def interpolation_codes(interpolation, count: int) -> np.ndarray:
+    """The F-curve codes of one interpolation for every key, or of one per key."""
+    linear = INTERPOLATION_CODES["LINEAR"]  # for modes the scene does not name
+    if isinstance(interpolation, str):
+        return np.full(count, INTERPOLATION_CODES.get(interpolation, linear), np.int32)
+    modes, per_key = np.unique(np.asarray(interpolation, dtype=str), return_inverse=True)
+    return np.array([INTERPOLATION_CODES.get(m, linear) for m in modes], np.int32)[per_key]
+
+
+def _written_rows(fcurves, co: np.ndarray, codes: np.ndarray) -> dict[int, np.ndarray]:
+    """The keys as ``write_fcurve`` left them (``fcurve_rows``) by F-curve array index: frames and values
+    as written and, when a key is Bézier, the handles Blender keeps (it moves those crossing their key)."""
+    rows = np.zeros(co.shape[:2] + (7,))
+    rows[:, :, :2] = co
+    rows[:, :, 6] = codes
+    if (codes == INTERPOLATION_CODES["BEZIER"]).any():
+        for c, fcurve in enumerate(fcurves):
+            rows[c, :, 2:4] = compat.read_array(fcurve.keyframe_points, "handle_left", len(codes), 2)
+            rows[c, :, 4:6] = compat.read_array(fcurve.keyframe_points, "handle_right", len(codes), 2)
+    return {fcurve.array_index: rows[c] for c, fcurve in enumerate(fcurves)}
 
 
 class _ActionSet:
@@ -151,15 +176,15 @@ class _ActionSet:
 
     def write(
         self, fcurves, record, times, values, interpolation, handles_left=None, handles_right=None
-    ) -> None:
-        """Key ``fcurves`` with the components of ``values`` (K, C) and handles (K, C, 2).
+    ) -> dict[int, np.ndarray]:
+        """Key ``fcurves`` with the components of ``values`` (K, C) and handles (K, C, 2); returns the keys
+        as written (``fcurve_rows``) by F-curve array index.
 
         A looping animation repeats its frame range, not each F-curve's keys (``loop_keys``); what that
         adds goes to the channel ``record`` (None for a duplicate) for the extractor to take off.
         """
         animation = self.animation
-        loop = animation.loop and animation.frame_end > animation.frame_start
-        if loop:
+        if animation.loop and animation.frame_end > animation.frame_start:
             channel_interpolation = interpolation
             times, values, interpolation, handles_left, handles_right, sides = loop_keys(
                 times,
@@ -173,16 +198,15 @@ class _ActionSet:
             )
             if sides and record is not None:
                 record.loop = loop_record(sides, fcurves, animation, channel_interpolation)
+        codes = interpolation_codes(interpolation, len(times))
+        co = np.empty((len(fcurves), len(times), 2), np.float32)  # per F-curve: frame, value
+        co[:, :, 0] = times
+        co[:, :, 1] = np.asarray(values).T
         for c, fcurve in enumerate(fcurves):
-            write_fcurve(
-                fcurve,
-                times,
-                values[:, c],
-                interpolation,
-                None if handles_left is None else handles_left[:, c],
-                None if handles_right is None else handles_right[:, c],
-                animation.loop,
-            )
+            left = None if handles_left is None else handles_left[:, c]
+            right = None if handles_right is None else handles_right[:, c]
+            write_fcurve(fcurve, co[c], codes, left, right, animation.loop)
+        return _written_rows(fcurves, co, codes)
 
     def ensure(self, id_data, id_type: str) -> tuple:
         """The action (with its slot and record) animating ``id_data``."""
@@ -240,13 +264,12 @@ def loop_record(sides: dict, fcurves, animation: Animation, interpolation: str) 
     return record
 
 
-def _spread_channel(channel: Channel) -> tuple[Channel, Unspread | None]:
-    """The channel with keys too close for an F-curve spread (``_spread_close_keys``), and the keys before
-    and after, for the channel's record: the extractor gives the file's back while the keys are unedited."""
+def _spread_channel(channel: Channel) -> Channel:
+    """The channel with keys too close for an F-curve spread apart (``_spread_close_keys``)."""
     times, values = _keys(channel)
     gaps = np.diff(times)
     if not ((gaps >= 0) & (gaps < compat.MERGE_DISTANCE)).any():
-        return channel, None
+        return channel
     bezier = channel.handles_left is not None and channel.handles_right is not None
     shape = values.shape + (2,)
     left = np.asarray(channel.handles_left, np.float64).reshape(shape) if bezier else None
@@ -257,15 +280,13 @@ def _spread_channel(channel: Channel) -> tuple[Channel, Unspread | None]:
         )
         for c in range(values.shape[1])
     ]
-    spread = dataclasses.replace(
+    return dataclasses.replace(
         channel,
         times=columns[0][0],
         values=np.stack([column[1] for column in columns], axis=1),
         handles_left=np.stack([column[2] for column in columns], axis=1) if bezier else None,
         handles_right=np.stack([column[3] for column in columns], axis=1) if bezier else None,
     )
-    original = Keys(times, values, channel.interpolation, left, right)
-    return spread, Unspread(original, Keys(spread.times, spread.values, channel.interpolation))
 
 
 def _keys(channel: Channel):
@@ -278,87 +299,62 @@ def _keys(channel: Channel):
 
 
 def build_animation(
-    scene: Scene,
-    animation: Animation,
-    index: int,
-    skeleton_maps,
-    result,
-    assign: bool,
-    blender_names: bool = False,
+    scene: Scene, animation: Animation, index: int, rigs: list[bones.Rig], result, assign: bool
 ) -> str:
     """The actions of one Scene animation (see the module); returns the group tying them together.
 
-    ``blender_names``: the skeleton's bone names are the armature's (else the built ones, which
-    Blender may have shortened, are looked up through the joint order).
+    ``rigs``: per Scene skeleton, the armature its bone channels animate (``armature.Rig``).
     """
     actions = _ActionSet(animation, index, result, assign)
-    armature = maps = None
-    pose_names: dict[str, str] = {}
-    if result.armatures:
-        skeleton = scene.skeletons[animation.skeleton or 0]
-        armature, maps = result.armatures[animation.skeleton or 0], skeleton_maps[animation.skeleton or 0]
-        order = skeleton.bone_names if blender_names else armature.data[props.JOINT_ORDER]
-        pose_names = dict(zip(skeleton.bone_names, order, strict=True))
+    rig = rigs[animation.skeleton or 0] if rigs else None
     targets = {
         "object": {o.get(props.SCENE_NAME, o.name): o for o in result.armatures + result.objects},
         "shape_key": {m.name: o for m, o in zip(scene.meshes, result.objects, strict=True)},
         "material": {m.name: b for m, b in zip(scene.materials, result.materials, strict=True)},
     }
     channels = [(c, None) for c in animation.channels]
-    if maps is not None:
-        channels = bones.component_channels(animation.channels, maps, armature, pose_names)
+    if rig is not None:
+        channels = bones.component_channels(animation.channels, rig)
     for channel, parts in channels:
-        record = ChannelRecord(channel.target_kind, channel.target, channel.path, extras=dict(channel.extras))
-        channel, record.unspread = _spread_channel(channel)
-        times, values = _keys(channel)
-        if len(times) == 0:
+        scene_channels = parts or [channel]
+        sources = [SceneChannel(dict(c.extras), c.index, c.origin) for c in scene_channels]
+        record = ChannelRecord(channel.target_kind, channel.target, channel.path, sources=sources)
+        spread = _spread_channel(channel)
+        if len(spread.times) == 0:
             continue
-        if not _key_channel(
-            actions, channel, record, times, values, parts, targets, maps, armature, pose_names
-        ):
-            kind = channel.target_kind
-            result.warnings.append(
-                f"{animation.name}: channel {kind} {channel.target!r} {channel.path} has no target"
-            )
-    if not actions.actions and armature is not None:  # keep an animation without channels for export
-        actions.ensure(armature, "OBJECT")
+        curves = _key_channel(actions, spread, record, targets, rig)
+        if curves is not None:
+            record.digest = fcurve_digest(curves)
+            _keep_scene_keys(record, curves, scene_channels, rig)
+    if not actions.actions and rig is not None:  # keep an animation without channels for export
+        actions.ensure(rig.obj, "OBJECT")
     actions.finish()
     return actions.group
 
 
-def _key_channel(actions, channel, record, times, values, parts, targets, maps, armature, pose_names) -> bool:
-    """Key one channel on what it animates; False when the Scene built nothing it can animate."""
+def _key_channel(actions, channel, record, targets, rig) -> dict[int, np.ndarray] | None:
+    """Key one channel on what it animates: the keys as written (``fcurve_rows``) by F-curve array index,
+    None (and a warning) when the Scene built nothing it animates."""
     kind, target = channel.target_kind, channel.target
-    if kind == "bone" and maps is not None and target in maps and channel.path in bones.BONE_PATHS:
-        bones.key_bone_channel(
-            actions,
-            channel,
-            times,
-            values,
-            record,
-            maps[target],
-            armature,
-            pose_names[target],
-            actions.result,
-            parts,
-        )
-    elif kind == "object" and channel.path == "hide" and target in targets["object"]:
-        mesh.key_visibility(actions, targets["object"][target], times, values, record)
-    elif (
-        kind == "shape_key"
-        and target in targets["shape_key"]
-        and targets["shape_key"][target].data.shape_keys
-    ):
-        key = targets["shape_key"][target].data.shape_keys
-        if not mesh.key_shape(actions, key, channel, times, values, record):
+    times, values = _keys(channel)
+    if kind == "bone" and rig is not None and target in rig.maps and channel.path in bones.BONE_PATHS:
+        return bones.key_bone_channel(actions, channel, times, values, record, rig)
+    if kind == "object" and channel.path == "hide" and target in targets["object"]:
+        return mesh.key_visibility(actions, targets["object"][target], times, values, record)
+    shape_keys = targets["shape_key"][target].data.shape_keys if target in targets["shape_key"] else None
+    if kind == "shape_key" and shape_keys:
+        curves = mesh.key_shape(actions, shape_keys, channel, times, values, record)
+        if curves is None:
             actions.result.warnings.append(
                 f"{actions.animation.name}: no shape key {channel.path!r} on {target}"
             )
-    elif kind == "material" and target in targets["material"]:
-        material.key_channel(actions, targets["material"][target], channel, times, values, record)
-    else:
-        return False
-    return True
+        return curves
+    if kind == "material" and target in targets["material"]:
+        return material.key_channel(actions, targets["material"][target], channel, times, values, record)
+    actions.result.warnings.append(
+        f"{actions.animation.name}: channel {kind} {target!r} {channel.path} has no target"
+    )
+    return None
 
 
 def set_scene_frame_rate(scene, animation: Animation) -> None:
@@ -371,6 +367,101 @@ def set_scene_frame_rate(scene, animation: Animation) -> None:
         scene.frame_end = int(np.ceil(animation.frame_end))
 
 
+# -- was a channel edited? ------------------------------------------------------------
+
+
+def fcurve_digest(curves: dict[int, np.ndarray]) -> str:
+    """A digest of F-curve keys (``fcurve_rows`` by array index) as Blender holds them, bit for bit:
+    frames, values, interpolation and, when a key is Bézier, handles (the others' are Blender's to
+    recompute). Any other digest means the keys were edited."""
+    indices = sorted(curves)
+    rows = np.concatenate([curves[i] for i in indices]) if len(indices) != 1 else curves[indices[0]]
+    codes = rows[:, 6].astype(np.int8)
+    columns = 6 if INTERPOLATION_CODES["BEZIER"] in codes else 2
+    counts = ",".join(f"{i}:{len(curves[i])}" for i in indices)
+    return hashlib.sha1(
+        counts.encode() + rows[:, :columns].astype(np.float32).tobytes() + codes.tobytes()
+    ).hexdigest()
+
+
+def _restore(record: ChannelRecord, curves: dict[int, np.ndarray], maps, target: str) -> list[Channel]:
+    """The Scene channels F-curve keys give, the builder's changes that still apply undone: loop keys,
+    slerp keys still on the slerp, sign flips, a bake, merged components split again.
+
+    ``maps``: bone name → ``BoneMaps`` of the armature as export reads it; ``target``: the channel's
+    target name (a bone's as the skeleton names it).
+    """
+    if record.loop:
+        curves = {i: unloop_rows(rows, record.loop, str(i)) for i, rows in curves.items()}
+    keys = _keys_of_rows([rows for _, rows in sorted(curves.items())])
+    if keys is None:
+        return []
+    first = record.sources[0]
+    channel = Channel(record.kind, target, record.path, *keys, extras=dict(first.extras), index=first.index)
+    if record.kind == "bone":
+        channel = bones.relative_channel(channel, record.data_path.rsplit(".", 1)[1], maps, record)
+        if channel is None:
+            return []
+        return bones.split(channel, record.sources) if record.merged else [channel]
+    offset = np.asarray(record.offset or 0.0, np.float64)  # a texture transform's centre
+    channel.values = channel.values - offset
+    for side in ("handles_left", "handles_right"):
+        handles = getattr(channel, side)
+        if handles is not None:
+            handles = handles.copy()
+            handles[..., 1] -= offset
+            setattr(channel, side, handles)
+    return [channel]
+
+
+def _keep_scene_keys(record: ChannelRecord, curves, scene_channels: list[Channel], rig) -> None:
+    """Keep with the record the keys of each Scene channel that its F-curves as written do not give back
+    bit for bit (``_as_imported``): keys not all float32, spread apart or baked, merged components…"""
+    scene_keys = [Keys.of(channel) for channel in scene_channels]
+    float32 = [_is_float32(keys) for keys in scene_keys]  # restored keys are: others cannot match
+    restored = []
+    if any(float32):
+        bone = record.kind == "bone"
+        target = rig.pose_names[record.target] if bone else record.target
+        restored = _as_imported(_restore(record, curves, rig.exported if bone else {}, target))
+    for i, (source, keys) in enumerate(zip(record.sources, scene_keys, strict=True)):
+        if not float32[i] or i >= len(restored) or not _same_keys(Keys.of(restored[i]), keys):
+            source.keys = keys
+
+
+def _is_float32(keys: Keys) -> bool:
+    arrays = (keys.times, keys.values, keys.handles_left, keys.handles_right)
+    return all(a is None or np.array_equal(a.astype(np.float32), a) for a in arrays)
+
+
+def _as_imported(channels: list[Channel]) -> list[Channel]:
+    """Restored channels with their keys rounded to float32, as a file holds them: unedited, the Scene's
+    own keys wherever ``_keep_scene_keys`` kept none (float32 pose values mapped back may differ from
+    the file's in the last bits of a float64)."""
+    for channel in channels:
+        for name in ("times", "values", "handles_left", "handles_right"):
+            array = getattr(channel, name)
+            if array is not None:
+                setattr(channel, name, np.asarray(array, np.float32).astype(np.float64))
+    return channels
+
+
+def _same_keys(a: Keys, b: Keys) -> bool:
+    if a.interpolation != b.interpolation:
+        return False
+    for x, y in (
+        (a.times, b.times),
+        (a.values, b.values),
+        (a.handles_left, b.handles_left),
+        (a.handles_right, b.handles_right),
+    ):
+        if (x is None) != (y is None) or (
+            x is not None and (x.shape != y.shape or x.tobytes() != y.tobytes())
+        ):
+            return False
+    return True
+
+
 # -- extract --------------------------------------------------------------------------
 
 
@@ -379,25 +470,7 @@ def extract_animations(context, armature_obj, skeleton, mesh_objs, materials, ac
     records = {a.as_pointer(): r for a in bpy.data.actions if (r := read_record(a)) is not None}
     tagged = [a for a in bpy.data.actions if a.as_pointer() in records]
     if actions is None:
-        owners = [
-            armature_obj,
-            *mesh_objs,
-            *(o.data.shape_keys for o in mesh_objs),
-            *(m.node_tree for m in materials),
-        ]
-        assigned = [o.animation_data.action for o in owners if o is not None and o.animation_data]
-        assigned = [a for a in assigned if a is not None]
-        if armature_obj is not None and props.ANIMATIONS in armature_obj.data:
-            recorded = props.to_python(armature_obj.data[props.ANIMATIONS])
-        groups = set(recorded) | {
-            records[a.as_pointer()].group for a in assigned if a.as_pointer() in records
-        }
-        actions = [
-            a for a in tagged if records[a.as_pointer()].primary and records[a.as_pointer()].group in groups
-        ]
-        actions.sort(key=lambda a: records[a.as_pointer()].index)
-        if armature_obj is not None:
-            actions += [a for a in assigned[:1] if a.as_pointer() not in records]
+        actions = _imported_actions(armature_obj, mesh_objs, materials, records, tagged, recorded)
     maps = bones.bone_maps(skeleton) if skeleton is not None else {}
     animations = []
     for action in actions:
@@ -410,6 +483,29 @@ def extract_animations(context, armature_obj, skeleton, mesh_objs, materials, ac
         ]
         animations.append(_tagged_animation(action, record, members, maps, renamed))
     return animations
+
+
+def _imported_actions(armature_obj, mesh_objs, materials, records, tagged, recorded) -> list:
+    """The first action of every animation imported with these objects or assigned to them, in import
+    order; then the armature's active action when the builder did not make it."""
+    owners = [
+        armature_obj,
+        *mesh_objs,
+        *(o.data.shape_keys for o in mesh_objs),
+        *(m.node_tree for m in materials),
+    ]
+    assigned = [o.animation_data.action for o in owners if o is not None and o.animation_data]
+    assigned = [a for a in assigned if a is not None]
+    if armature_obj is not None and props.ANIMATIONS in armature_obj.data:
+        recorded = props.to_python(armature_obj.data[props.ANIMATIONS])
+    groups = set(recorded) | {records[a.as_pointer()].group for a in assigned if a.as_pointer() in records}
+    actions = [
+        a for a in tagged if records[a.as_pointer()].primary and records[a.as_pointer()].group in groups
+    ]
+    actions.sort(key=lambda a: records[a.as_pointer()].index)
+    if armature_obj is not None:
+        actions += [a for a in assigned[:1] if a.as_pointer() not in records]
+    return actions
 
 
 def _unescape(name: str) -> str:
@@ -425,48 +521,40 @@ def _curves_by_path(action) -> dict[str, list]:
     return by_path
 
 
-def fcurve_rows(fcurve, loop: dict | None) -> np.ndarray:
-    """(K, 7) keys of an F-curve: frame, value, left handle, right handle, interpolation code; without
-    the keys the builder added for a looping animation (``loop``: the channel record's)."""
+def fcurve_rows(fcurve) -> np.ndarray:
+    """(K, 7) keys of an F-curve: frame, value, left handle, right handle, interpolation code."""
     points = fcurve.keyframe_points
     count = len(points)
     rows = np.empty((count, 7))
     for column, field in ((0, "co"), (2, "handle_left"), (4, "handle_right")):
         rows[:, column : column + 2] = compat.read_array(points, field, count, 2)
     rows[:, 6] = compat.read_array(points, "interpolation", count, 1, np.int32)
-    return rows if loop is None else unloop_rows(rows, loop, str(fcurve.array_index))
+    return rows
 
 
-def _read_keys(fcurves, loop: dict | None = None):
-    """(times, values (K, C), interpolation, handles_left, handles_right) of one channel's F-curves.
+def _keys_of_rows(curves: list[np.ndarray]):
+    """(times, values (K, C), interpolation, handles_left, handles_right) of one channel's F-curve rows.
 
     None when no F-curve has keys.
     """
-    keys = []
-    for fcurve in fcurves:
-        rows = fcurve_rows(fcurve, loop)
-        if len(rows) == 0:
-            continue
-        interpolation = _INTERPOLATION_NAMES.get(int(rows[0, 6]), "")
-        keys.append((rows[:, :2], rows[:, 2:4], rows[:, 4:6], interpolation))
-    if not keys:
+    curves = [rows for rows in curves if len(rows)]
+    if not curves:
         return None
-    interpolation = keys[0][3] if keys[0][3] in ("CONSTANT", "LINEAR", "BEZIER") else "LINEAR"
-    times = keys[0][0][:, 0]
-    if all(len(k[0]) == len(times) and np.array_equal(k[0][:, 0], times) for k in keys):
-        values = np.stack([k[0][:, 1] for k in keys], axis=1)
-        if interpolation != "BEZIER":
-            return times, values, interpolation, None, None
-        return (
-            times,
-            values,
-            interpolation,
-            np.stack([k[1] for k in keys], 1),
-            np.stack([k[2] for k in keys], 1),
-        )
+    names = [_INTERPOLATION_NAMES.get(int(rows[0, 6]), "") for rows in curves]
+    interpolation = names[0] if names[0] in ("CONSTANT", "LINEAR", "BEZIER") else "LINEAR"
+    times = curves[0][:, 0]
+    if all(len(rows) == len(times) for rows in curves):
+        keys = np.stack(curves, axis=1)  # (K, C, 7)
+        if (keys[:, :, 0] == times[:, None]).all():
+            if interpolation != "BEZIER":
+                return times, keys[:, :, 1], interpolation, None, None
+            return times, keys[:, :, 1], interpolation, keys[:, :, 2:4], keys[:, :, 4:6]
     # Components keyed at different frames: resample all at the union of their key frames.
-    times = np.unique(np.concatenate([k[0][:, 0] for k in keys]))
-    columns = [sample(k[0][:, 0], k[0][:, 1:], k[3], k[1][:, None], k[2][:, None], times)[:, 0] for k in keys]
+    times = np.unique(np.concatenate([rows[:, 0] for rows in curves]))
+    columns = [
+        sample(rows[:, 0], rows[:, 1:2], name, rows[:, None, 2:4], rows[:, None, 4:6], times)[:, 0]
+        for rows, name in zip(curves, names, strict=True)
+    ]
     return times, np.stack(columns, axis=1), "LINEAR", None, None
 
 
@@ -506,70 +594,37 @@ def _tagged_animation(primary, record: AnimationRecord, members, maps, renamed) 
 
 
 def _recorded_channels(record: ChannelRecord, fcurves, target: str, maps) -> list[Channel]:
-    """The Scene channels one channel record and its F-curves give (several for merged components)."""
-    keys = _read_keys(fcurves, record.loop)
-    if keys is None:
-        return []
-    if record.parts and _keys_hash(fcurves, record.loop) == record.written:
-        return [
-            bones.part_channel(part, record.path, target) for part in record.parts
-        ]  # unedited: as imported
-    times, values, interpolation, left, right = keys
-    channel = Channel(
-        record.kind, target, record.path, times, values, interpolation, left, right, record.extras
-    )
-    if record.kind == "bone":
-        pose_path = fcurves[0].data_path.rsplit(".", 1)[1]
-        if record.index is not None:
-            channel = bones.component_channel(channel, pose_path, fcurves[0].array_index, maps, record.index)
-        else:
-            channel = bones.relative_channel(channel, pose_path, maps, record.flipped, record.baked)
-        if channel is None:
-            return []
-        if record.parts:  # merged per-component channels, edited: split them again
-            return bones.split(channel, record.parts)
-        if (
-            record.source is not None and _keys_hash(fcurves, record.loop) == record.written
-        ):  # unedited: exact
-            channel.values = record.source.reshape(channel.values.shape)
-        if record.slerp and channel.path == "rotation_quaternion" and channel.interpolation == "LINEAR":
-            channel.times, channel.values = unslerp_keys(channel.times, channel.values, record.slerp)
-    else:  # one component, or keys offset by a texture transform's centre (material.key_channel)
-        channel.index = record.index
-        offset = np.asarray(record.offset or 0.0, np.float64)
-        channel.values = channel.values - offset
-        for side in ("handles_left", "handles_right"):
-            handles = getattr(channel, side)
-            if handles is not None:
-                handles = handles.copy()
-                handles[..., 1] -= offset
-                setattr(channel, side, handles)
-    if record.unspread is not None:
-        _unspread(channel, record.unspread)
-    return [channel]
+    """The Scene channels of one record: as imported, with their origins, while the F-curves are as
+    written; else as the F-curves now give them, without origins (see the module)."""
+    curves = {fc.array_index: fcurve_rows(fc) for fc in fcurves}
+    if fcurve_digest(curves) != record.digest:
+        return _restore(record, curves, maps, target)
+    unkept = any(source.keys is None for source in record.sources)
+    restored = _as_imported(_restore(record, curves, maps, target)) if unkept else []
+    if unkept and len(restored) != len(record.sources):  # the armature changed under the keys
+        return restored
+    channels = []
+    for i, source in enumerate(record.sources):
+        channel = restored[i] if source.keys is None else _channel_of(record, source, target)
+        channel.origin = source.origin
+        channels.append(channel)
+    return channels
 
 
-def _unspread(channel: Channel, unspread: Unspread) -> None:
-    """The file's keys back in place of those the builder spread apart, while they are unedited."""
-    spread = unspread.spread
-    if len(channel.times) != len(spread.times) or channel.values.shape != spread.values.shape:
-        return
-    if not (
-        np.allclose(channel.times, spread.times, rtol=0, atol=1e-3)
-        and np.allclose(channel.values, spread.values, rtol=1e-5, atol=1e-6)
-    ):
-        return
-    channel.times, channel.values = unspread.keys.times, unspread.keys.values
-    if unspread.keys.handles_left is not None and channel.handles_left is not None:
-        channel.handles_left, channel.handles_right = unspread.keys.handles_left, unspread.keys.handles_right
-
-
-def _keys_hash(fcurves, loop: dict | None) -> str:
-    rows = [fcurve_rows(fc, loop) for fc in fcurves]
-    co = [r[:, :2].astype(np.float32) for r in rows]
-    interpolation = _INTERPOLATION_NAMES.get(int(rows[0][0, 6]), "") if co and len(co[0]) else ""
-    return bones.keys_hash(
-        np.stack(co) if co and all(len(c) == len(co[0]) for c in co) else np.zeros(0), interpolation
+def _channel_of(record: ChannelRecord, source: SceneChannel, target: str) -> Channel:
+    """A Scene channel from its record, with the keys the record kept."""
+    keys = source.keys
+    return Channel(
+        record.kind,
+        target,
+        record.path,
+        keys.times,
+        keys.values,
+        keys.interpolation,
+        keys.handles_left,
+        keys.handles_right,
+        extras=dict(source.extras),
+        index=source.index,
     )
 
 
@@ -587,14 +642,14 @@ def _untagged_animation(context, action, maps) -> Animation:
         match = _POSE_PATH.match(data_path)
         if not match:
             continue
-        keys = _read_keys(fcurves)
+        keys = _keys_of_rows([fcurve_rows(fc) for fc in fcurves])
         if keys is None:
             continue
         times, values, interpolation, left, right = keys
         channel = Channel(
             "bone", _unescape(match.group(1)), match.group(2), times, values, interpolation, left, right
         )
-        channel = bones.relative_channel(channel, match.group(2), maps, [], "")
+        channel = bones.relative_channel(channel, match.group(2), maps, None)
         if channel is not None:
             animation.channels.append(channel)
     return animation

@@ -19,14 +19,16 @@ channel goes through the affine maps of ``curves.BoneMaps`` (``key_bone_channel`
   quaternion channels, they are baked to quaternions at every frame (``BuildResult.baked``).
 - Channels of one component (``Channel.index``) become one F-curve when that component maps onto
   one pose component; otherwise the components of the bone and path are merged
-  (``component_channels``) and the parts recorded, so an unedited export returns them exactly.
+  (``component_channels``); each component's channel travels in the record, split off again on
+  export.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cached_property
 
 import bpy
 import numpy as np
@@ -41,12 +43,35 @@ from ...formats.curves import (
     sample,
     scaled_permutation,
     slerp_keys,
+    unslerp_keys,
 )
 from ...formats.scene import Channel, Scene, Skeleton, matrix_to_quat, quat_to_matrix
 from . import compat, props
-from .records import ChannelRecord, Keys, Part
+from .records import ChannelRecord, SceneChannel
 
 BONE_PATHS = ("location", "rotation_quaternion", "rotation_euler", "scale")
+
+
+@dataclass
+class Rig:
+    """An armature as the bone channels of one Scene skeleton animate it."""
+
+    obj: bpy.types.Object
+    pose_names: dict[str, str]  # Scene bone name → pose bone name
+    maps: dict[str, BoneMaps]  # Scene bone name → its maps, from the Scene's rest
+
+    @cached_property
+    def exported(self) -> dict[str, BoneMaps]:
+        """Pose bone name → its maps, from the rest export reads back (``extract_skeleton``)."""
+        return bone_maps(extract_skeleton(self.obj))
+
+
+def rig(armature_obj, skeleton: Skeleton, maps: dict[str, BoneMaps], blender_names: bool = False) -> Rig:
+    """The Rig of a built armature; ``blender_names``: the skeleton names the bones as Blender does (else
+    the built names, which Blender may have shortened, come from the joint order)."""
+    order = skeleton.bone_names if blender_names else armature_obj.data[props.JOINT_ORDER]
+    pose_names = dict(zip(skeleton.bone_names, order, strict=True))
+    return Rig(armature_obj, pose_names, maps)
 
 
 # -- build --------------------------------------------------------------------
@@ -210,11 +235,6 @@ def bake_frames(times: np.ndarray) -> np.ndarray:
     return np.union1d(whole, times)
 
 
-def keys_hash(co: np.ndarray, interpolation: str) -> str:
-    """Hash of (C, K, 2) key coordinates as F-curves hold them (float32): tells whether they were edited."""
-    return hashlib.sha1(np.ascontiguousarray(co, np.float32).tobytes() + interpolation.encode()).hexdigest()
-
-
 def _single_component(channel: Channel, maps: BoneMaps, pose_bone) -> tuple[int, float, float] | None:
     """(pose component, factor, offset) when a per-component channel maps onto one pose component alone."""
     if channel.path not in maps.maps or (
@@ -229,7 +249,7 @@ def _single_component(channel: Channel, maps: BoneMaps, pose_bone) -> tuple[int,
     return r, float(a[r, channel.index]), float(b[r])
 
 
-def component_channels(channels, maps, armature, pose_names) -> list[tuple[Channel, list[Channel] | None]]:
+def component_channels(channels, rig: Rig) -> list[tuple[Channel, list[Channel] | None]]:
     """Channels ready to build, with the per-component bone channels (``Channel.index``) sorted out.
 
     A component that maps onto one pose component alone stays one F-curve (keys and handles
@@ -240,12 +260,13 @@ def component_channels(channels, maps, armature, pose_names) -> list[tuple[Chann
     out: list = []
     groups: dict[tuple[str, str], list[Channel]] = {}
     for channel in channels:
-        bone = maps.get(channel.target) if channel.target_kind == "bone" else None
+        bone = rig.maps.get(channel.target) if channel.target_kind == "bone" else None
         if (
             channel.index is None
             or bone is None
             or channel.path not in BONE_PATHS
-            or _single_component(channel, bone, armature.pose.bones[pose_names[channel.target]]) is not None
+            or _single_component(channel, bone, rig.obj.pose.bones[rig.pose_names[channel.target]])
+            is not None
         ):
             out.append(channel)
             continue
@@ -254,7 +275,7 @@ def component_channels(channels, maps, armature, pose_names) -> list[tuple[Chann
             parts = groups[(channel.target, channel.path)] = []
             out.append(parts)
         parts.append(channel)
-    return [(_merged(p, maps[p[0].target]), p) if isinstance(p, list) else (p, None) for p in out]
+    return [(_merged(p, rig.maps[p[0].target]), p) if isinstance(p, list) else (p, None) for p in out]
 
 
 def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
@@ -293,23 +314,10 @@ def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
     return Channel("bone", first.target, first.path, times, values, interpolation, left, right, first.extras)
 
 
-def _part(channel: Channel) -> Part:
-    """A per-component channel, for the record of the channel it is merged into."""
-    times = np.asarray(channel.times, np.float64)
-    handles = (channel.handles_left, channel.handles_right)
-    if handles[0] is None or handles[1] is None:
-        handles = (None, None)
-    handles = [None if h is None else np.asarray(h, np.float64).reshape(len(times), 1, 2) for h in handles]
-    values = np.asarray(channel.values, np.float64).reshape(len(times), 1)
-    return Part(channel.index, Keys(times, values, channel.interpolation, *handles), dict(channel.extras))
-
-
-def key_bone_channel(
-    actions, channel, times, values, record: ChannelRecord, maps: BoneMaps, armature, pose_name, result, parts
-):
-    """Key a bone channel on the pose bone ``pose_name``; ``parts``: the per-component channels it merges
-    (see ``component_channels``), else None."""
-    pose_bone = armature.pose.bones[pose_name]
+def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig: Rig):
+    """Key a bone channel on its pose bone; returns the keys as written (``animation.fcurve_rows``)."""
+    maps, pose_name = rig.maps[channel.target], rig.pose_names[channel.target]
+    pose_bone = rig.obj.pose.bones[pose_name]
     path = channel.path
     interpolation = channel.interpolation
     hl = None if channel.handles_left is None else np.asarray(channel.handles_left, np.float64)
@@ -317,40 +325,30 @@ def key_bone_channel(
     data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
     if channel.index is not None:  # one component onto one pose component: factor and offset only
         component, factor, offset = _single_component(channel, maps, pose_bone)
-        record.index, record.array_index = channel.index, component
+        record.array_index = component
         if hl is not None and hr is not None:
             hl, hr = hl.copy(), hr.copy()
             hl[..., 1] = hl[..., 1] * factor + offset
             hr[..., 1] = hr[..., 1] * factor + offset
-        (fcurve,) = actions.fcurves(armature, "OBJECT", data_path, 1, pose_name, record, (component,))
-        actions.write([fcurve], record, times, values * factor + offset, interpolation, hl, hr)
-        return
+        fcurves = actions.fcurves(rig.obj, "OBJECT", data_path, 1, pose_name, record, (component,))
+        return actions.write(fcurves, record, times, values * factor + offset, interpolation, hl, hr)
     if path == "rotation_quaternion" and interpolation == "LINEAR":
         # Before the map: it is orthogonal on quaternions, so it carries the slerp, but which arc is
         # the shorter between keys half a turn apart (dot 0) is the channel's to say, not rounding's.
         times, values, added = slerp_keys(times, values, compat.MERGE_DISTANCE)
-        if len(added):
-            record.slerp = added.tolist()
+        record.slerp = added.tolist()
     mapped = None
     if path in maps.maps and not (path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"):
         mapped = map_keys(values, hl, hr, interpolation, *maps.maps[path])
     if mapped is None:
         times, mapped, interpolation, path = _bake(channel, times, values, hl, hr, maps, record)
-        result.baked.append(f"{actions.animation.name}: {channel.target} {channel.path}")
+        actions.result.baked.append(f"{actions.animation.name}: {channel.target} {channel.path}")
     new_values, hl, hr = mapped
     if path == "rotation_quaternion":
         new_values, hl, hr = _continuous(new_values, hl, hr, record)
-    if parts is not None:
-        co = np.stack(np.broadcast_arrays(np.asarray(times)[None, :], new_values.T), axis=-1)
-        record.parts, record.written = [_part(p) for p in parts], keys_hash(co, interpolation)
-    elif not record.baked and not _float32_exact(values, mapped[0], maps.inverses[path]):
-        # F-curves hold float32 pose values; mapped back, the last bit of a value can change. The
-        # file's values stay with the keys for the extractor, used while the keys are unedited.
-        co = np.stack(np.broadcast_arrays(np.asarray(times)[None, :], new_values.T), axis=-1)
-        record.source, record.written = np.asarray(values, np.float64).ravel(), keys_hash(co, interpolation)
     data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
-    fcurves = actions.fcurves(armature, "OBJECT", data_path, new_values.shape[1], pose_name, record)
-    actions.write(fcurves, record, times, new_values, interpolation, hl, hr)
+    fcurves = actions.fcurves(rig.obj, "OBJECT", data_path, new_values.shape[1], pose_name, record)
+    return actions.write(fcurves, record, times, new_values, interpolation, hl, hr)
 
 
 def _bake(channel, times, values, hl, hr, maps: BoneMaps, record: ChannelRecord):
@@ -382,15 +380,6 @@ def _continuous(values, hl, hr, record: ChannelRecord):
         hl[..., 1] *= signs[:, None]
         hr[..., 1] *= signs[:, None]
     return values, hl, hr
-
-
-def _float32_exact(values: np.ndarray, pose_values: np.ndarray, inverse_affine) -> bool:
-    """Whether float32 pose values map back to the same float32 parent-relative values, −0.0 included."""
-    a, b = inverse_affine
-    back = np.asarray(pose_values, np.float32).astype(np.float64) @ a.T + b
-    return np.array_equal(
-        back.astype(np.float32).view(np.uint32), np.asarray(values, np.float32).view(np.uint32)
-    )
 
 
 # -- extract --------------------------------------------------------------------
@@ -469,24 +458,7 @@ def _parents_first(names: list[str], bones) -> list[str]:
 # -- bone channels, extract side --------------------------------------------------
 
 
-def part_channel(part: Part, path: str, target: str) -> Channel:
-    """A recorded per-component channel (``_part``), as imported."""
-    keys = part.keys
-    return Channel(
-        "bone",
-        target,
-        path,
-        keys.times,
-        keys.values,
-        keys.interpolation,
-        keys.handles_left,
-        keys.handles_right,
-        extras=part.extras,
-        index=part.index,
-    )
-
-
-def split(channel: Channel, parts: list[Part]) -> list[Channel]:
+def split(channel: Channel, parts: list[SceneChannel]) -> list[Channel]:
     """A whole-vector channel as the per-component channels it was merged from."""
     out = []
     for part in parts:
@@ -501,17 +473,35 @@ def split(channel: Channel, parts: list[Part]) -> list[Channel]:
                 channel.interpolation,
                 None if channel.handles_left is None else channel.handles_left[:, i : i + 1],
                 None if channel.handles_right is None else channel.handles_right[:, i : i + 1],
-                extras=part.extras,
+                extras=dict(part.extras),
                 index=i,
             )
         )
     return out
 
 
-def component_channel(channel: Channel, pose_path: str, component: int, maps, index: int) -> Channel | None:
-    """One pose component's F-curve turned back into component ``index`` of the parent-relative channel."""
+def relative_channel(channel: Channel, pose_path: str, maps, record: ChannelRecord | None) -> Channel | None:
+    """A pose bone's channel (``pose_path``: the pose property its F-curves key) turned back into the
+    parent-relative one of the scene (the inverse of ``key_bone_channel``); None for a bone ``maps``
+    (bone name → ``BoneMaps``) does not know. ``record``: what the builder changed on the way in (None
+    for keys made in Blender): one component's factor and offset, sign flips, a bake, slerp keys (taken
+    off while they lie on the slerp)."""
     bone = maps.get(channel.target)
-    if bone is None or pose_path not in bone.maps:
+    if bone is None or pose_path not in BONE_PATHS:
+        return None
+    if record is not None and record.array_index is not None:
+        return _component_channel(channel, pose_path, bone, record.array_index, record.sources[0].index)
+    flipped, baked = (record.flipped, record.baked) if record is not None else ([], "")
+    channel = _relative_channel(channel, pose_path, bone, flipped, baked)
+    if record is not None and record.slerp and channel.path == "rotation_quaternion":
+        if channel.interpolation == "LINEAR":
+            channel.times, channel.values = unslerp_keys(channel.times, channel.values, record.slerp)
+    return channel
+
+
+def _component_channel(channel: Channel, pose_path: str, bone: BoneMaps, component: int, index: int):
+    """One pose component's F-curve turned back into component ``index`` of the parent-relative channel."""
+    if pose_path not in bone.maps:
         return None
     a, b = bone.inverses[pose_path]
     scale, offset = a[index, component], b[index]
@@ -526,14 +516,11 @@ def component_channel(channel: Channel, pose_path: str, component: int, maps, in
     return channel
 
 
-def relative_channel(
-    channel: Channel, pose_path: str, maps, flipped: list[int], baked: str
-) -> Channel | None:
-    """A pose-space channel turned back into the parent-relative one of the scene (inverse of the build):
-    ``flipped`` keys' signs flipped back, a quaternion channel ``baked`` from eulers turned back into eulers."""
-    bone = maps.get(channel.target)
-    if bone is None or pose_path not in BONE_PATHS:
-        return None
+def _relative_channel(
+    channel: Channel, pose_path: str, bone: BoneMaps, flipped: list[int], baked: str
+) -> Channel:
+    """A whole pose-space channel turned back into the parent-relative one: ``flipped`` keys' signs
+    flipped back, a quaternion channel ``baked`` from eulers turned back into eulers."""
     values, left, right = channel.values, channel.handles_left, channel.handles_right
     if pose_path == "rotation_quaternion" and flipped and max(flipped) < len(values):
         signs = np.ones(len(values))

@@ -32,7 +32,7 @@ import bpy
 from ...formats.scene import Material, Scene
 from . import props
 from .animation import build_animation, set_scene_frame_rate
-from .armature import bone_maps, build_armature, rotation_modes
+from .armature import bone_maps, build_armature, rig, rotation_modes
 from .image import build_image, build_images, pixels_hash  # noqa: F401  (pixels_hash: for the operators)
 from .material import build_material, mapping_input, mapping_node_name, switch_images  # noqa: F401
 from .mesh import build_mesh, show_animated_visibility
@@ -103,9 +103,10 @@ def build_scene(
         result.armatures.append(build_armature(context, skeleton, collection, modes, result))
     report(0.2)
     _build_meshes(context, scene, collection, result, lambda done: report(0.2 + 0.5 * done))
+    rigs = [rig(a, s, m) for a, s, m in zip(result.armatures, scene.skeletons, maps, strict=True)]
     groups = []
     for i, animation in enumerate(scene.animations):
-        groups.append(build_animation(scene, animation, i, maps, result, assign=i == 0))
+        groups.append(build_animation(scene, animation, i, rigs, result, assign=i == 0))
         report(0.7 + 0.3 * (i + 1) / len(scene.animations))
     collection[props.SCENE] = {
         "name": scene.name,
@@ -159,9 +160,9 @@ def replace_animations(scene: Scene, armature_obj) -> BuildResult:
         bpy.data.actions.remove(action)
     result = BuildResult(record or armature_obj.users_collection[0], armatures=[armature_obj])
     scene = dataclasses.replace(scene, meshes=[], materials=[], images=[])  # bone channels only
-    maps = [bone_maps(s) for s in scene.skeletons]
+    rigs = [rig(armature_obj, s, bone_maps(s)) for s in scene.skeletons[:1]]
     groups = [
-        build_animation(scene, animation, i, maps, result, assign=i == 0)
+        build_animation(scene, animation, i, rigs, result, assign=i == 0)
         for i, animation in enumerate(scene.animations)
     ]
     armature_obj.data[props.ANIMATIONS] = groups
@@ -193,8 +194,13 @@ def add_animations(
     for (_, bone), mode in rotation_modes(scene, maps).items():
         armature_obj.pose.bones[bone].rotation_mode = mode
     old_groups = props.to_python(armature_obj.data.get(props.ANIMATIONS, [])) if armature_obj else []
+    # A material animation brings no skeleton.
+    rigs = [
+        rig(a, s, m, blender_names=True)
+        for a, s, m in zip(armature_objs, scene.skeletons, maps, strict=False)
+    ]
     groups = [
-        build_animation(scene, animation, len(old_groups) + i, maps, result, i == 0, blender_names=True)
+        build_animation(scene, animation, len(old_groups) + i, rigs, result, i == 0)
         for i, animation in enumerate(scene.animations)
     ]
     if armature_obj is not None:

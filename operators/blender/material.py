@@ -283,8 +283,9 @@ def _insert_mapping(tree, before, name: str):
 # -- material channels ----------------------------------------------------------
 
 
-def key_channel(actions, material, channel: Channel, times, values, record: ChannelRecord) -> None:
-    """Key a material channel on the material's node tree: a whole vector, or one component."""
+def key_channel(actions, material, channel: Channel, times, values, record: ChannelRecord):
+    """Key a material channel on the material's node tree: a whole vector, or one component; returns the
+    keys as written."""
     tree = material.node_tree
     data_path, indices, offsets = _channel_data_path(tree, channel, values.shape[1])
     if channel.index is not None:  # the other components are other channels on the same data path
@@ -292,7 +293,7 @@ def key_channel(actions, material, channel: Channel, times, values, record: Chan
             indices[channel.index : channel.index + 1],
             offsets[channel.index : channel.index + 1],
         )
-        record.index, record.array_index = channel.index, indices[0]
+        record.array_index = indices[0]
     offsets = np.asarray(offsets, np.float64)
     if offsets.any():
         record.offset = offsets.tolist()
@@ -303,7 +304,7 @@ def key_channel(actions, material, channel: Channel, times, values, record: Chan
         if side is not None:
             handles[i] = np.array(side, np.float64)
             handles[i][..., 1] += offsets
-    actions.write(fcurves, record, times, values + offsets, channel.interpolation, *handles)
+    return actions.write(fcurves, record, times, values + offsets, channel.interpolation, *handles)
 
 
 def _socket_path(node, socket_name: str) -> str:

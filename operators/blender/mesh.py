@@ -197,24 +197,27 @@ def show_animated_visibility(context, objects, meshes: list[Mesh], animated: set
 # -- channels -----------------------------------------------------------------
 
 
-def key_visibility(actions, obj, times, values, record: ChannelRecord) -> None:
-    """An object ``hide`` channel: the same CONSTANT keys on ``hide_viewport`` (recorded) and ``hide_render``."""
-    for data_path, recorded in (("hide_viewport", record), ("hide_render", None)):
-        fcurves = actions.fcurves(obj, "OBJECT", data_path, 1, "", recorded)
-        actions.write(fcurves, recorded, times, values[:, :1], "CONSTANT")
+def key_visibility(actions, obj, times, values, record: ChannelRecord):
+    """An object ``hide`` channel: the same CONSTANT keys on ``hide_viewport`` (recorded) and ``hide_render``;
+    returns the recorded keys as written."""
+    fcurves = actions.fcurves(obj, "OBJECT", "hide_viewport", 1, "", record)
+    written = actions.write(fcurves, record, times, values[:, :1], "CONSTANT")
+    actions.write(
+        actions.fcurves(obj, "OBJECT", "hide_render", 1, "", None), None, times, values[:, :1], "CONSTANT"
+    )
+    return written
 
 
-def key_shape(actions, key, channel, times, values, record: ChannelRecord) -> bool:
-    """A shape key channel (``Channel.path``: the key block's name) on the mesh's shape keys; False when
-    the mesh has no such key block."""
+def key_shape(actions, key, channel, times, values, record: ChannelRecord):
+    """A shape key channel (``Channel.path``: the key block's name) on the mesh's shape keys; returns the
+    keys as written, None when the mesh has no such key block."""
     if channel.path not in key.key_blocks:
-        return False
+        return None
     data_path = f'key_blocks["{bpy.utils.escape_identifier(channel.path)}"].value'
     fcurves = actions.fcurves(key, "KEY", data_path, 1, "", record)
-    actions.write(
+    return actions.write(
         fcurves, record, times, values, channel.interpolation, channel.handles_left, channel.handles_right
     )
-    return True
 
 
 # -- extract --------------------------------------------------------------------

@@ -31,12 +31,14 @@ MESH_INFO = "import_info"  # mesh data: layer domains, skin influences, shape ke
 ALPHA_MODE = "alpha_mode"  # material: the scene's alpha mode (CLIP is not a render setting since 4.2)
 SLOT = "texture_slot"  # image texture node: slot index, role and wraps of the TextureSlot
 COLOR_SLOT = "color_slot"  # RGB / Value node showing a keyed colour: its path, slot kind and number
-SWITCHED_IMAGE = "switched_image"  # image texture node: an image build.switch_images shows (not a slot)
+SWITCHED_IMAGE = "switched_image"  # image texture node: an image material.switch_images shows (not a slot)
 SOURCE_BYTES = "source_bytes"  # image: base64 of the encoded texels from the file
 SOURCE_FORMAT = "source_format"
 PIXELS_HASH = "pixels_hash"  # image: sha1 of the pixels as built, to tell whether they were edited
 UNDECODED = "undecoded"  # image: the scene had no pixels; the image is a placeholder
-ANIMATION = "animation"  # action: the scene animation and what the extractor needs to invert it
+ANIMATION = (
+    "animation"  # action: its records.AnimationRecord (only through records.write_record / read_record)
+)
 SCENE = "imported_scene"  # import collection: scene name, materials, images and action groups in scene order
 
 

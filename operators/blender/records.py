@@ -3,8 +3,11 @@
 Every action the builder makes carries one ``AnimationRecord`` in its ``props.ANIMATION``
 property: the Scene animation it belongs to (name, frame rate and range, its place among the
 import's animations, the group tying the actions of one animation together) and a
-``ChannelRecord`` for each Scene channel it keys: where the channel's F-curves are and what the
-builder did to its keys on the way in, for the extractor to undo. ``write_record`` and
+``ChannelRecord`` for each Scene channel it keys: where the channel's F-curves are, what the
+builder did to its keys on the way in (for the extractor to undo on edited channels), the digest
+of the F-curves as written (``animation.fcurve_digest``: the one test of "was this channel
+edited?") and the Scene channel itself: extras, component, origin (``ChannelOrigin``) and, when
+the F-curves as written do not give them back bit for bit, its keys. ``write_record`` and
 ``read_record`` are the only way in and out; they go through the extras codec
 (``formats.extras``), with arrays of numbers as their float64 bytes.
 """
@@ -12,10 +15,12 @@ builder did to its keys on the way in, for the extractor to undo. ``write_record
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
+from functools import cache
 
 import numpy as np
 
 from ...formats import extras as codec
+from ...formats.scene import Channel, ChannelOrigin
 from . import props
 
 
@@ -29,45 +34,51 @@ class Keys:
     handles_left: np.ndarray | None = None  # (K, C, 2)
     handles_right: np.ndarray | None = None
 
+    @classmethod
+    def of(cls, channel: Channel) -> Keys:
+        times = np.asarray(channel.times, np.float64)
+        handles = [
+            None if h is None else np.asarray(h, np.float64).reshape(len(times), -1, 2)
+            for h in (channel.handles_left, channel.handles_right)
+        ]
+        values = np.asarray(channel.values, np.float64).reshape(len(times), -1)
+        return cls(times, values, channel.interpolation, *handles)
+
 
 @dataclass
-class Part:
-    """One per-component channel (``Channel.index``) of those merged into a whole-vector channel."""
+class SceneChannel:
+    """One Scene channel a record's F-curves carry, with what F-curves do not hold."""
 
-    index: int  # Channel.index
-    keys: Keys
-    extras: dict = field(default_factory=dict)
-
-
-@dataclass
-class Unspread:
-    """Keys the builder spread apart (closer than ``compat.MERGE_DISTANCE``): the Scene's, and as written."""
-
-    keys: Keys
-    spread: Keys
+    extras: dict = field(default_factory=dict)  # Channel.extras
+    index: int | None = None  # Channel.index
+    origin: ChannelOrigin | None = None  # Channel.origin
+    keys: Keys | None = None  # the keys, when the F-curves as written do not give them back bit for bit
 
 
 @dataclass
 class ChannelRecord:
-    """One Scene channel as its F-curves hold it, and what the builder changed on the way in."""
+    """A Scene channel (or the per-component channels merged into one) as its F-curves hold it."""
 
     kind: str  # Channel.target_kind
     target: str  # Channel.target as imported (export follows renames)
     path: str  # Channel.path
     order: int = 0  # place among the animation's channels (export keeps the order)
     data_path: str = ""  # of the channel's F-curves
-    extras: dict = field(default_factory=dict)  # Channel.extras
-    index: int | None = None  # Channel.index: the one component the channel keys
     array_index: int | None = None  # the one F-curve of ``data_path`` it keys; None: one per component
+    digest: str = ""  # animation.fcurve_digest of the F-curves as written
+    # The Scene channel, or (``merged``) the per-component channels merged into these F-curves.
+    sources: list[SceneChannel] = field(default_factory=list)
+    # What the builder changed on the way in:
     loop: dict | None = None  # curves.loop_keys' changes, by F-curve array index (for curves.unloop_rows)
     slerp: list[float] = field(default_factory=list)  # frames curves.slerp_keys added
     flipped: list[int] = field(default_factory=list)  # quaternion keys sign-flipped for continuity
     baked: str = ""  # the path sampled at every frame ("rotation_euler": into quaternions)
     offset: list[float] = field(default_factory=list)  # added to each component (a texture centre)
-    source: np.ndarray | None = None  # the Scene's values, when float32 F-curves do not map back to them
-    written: str = ""  # hash of the keys as written, for ``source`` and ``parts``
-    parts: list[Part] = field(default_factory=list)  # the per-component channels merged into this one
-    unspread: Unspread | None = None  # the Scene's keys, when some were spread apart
+
+    @property
+    def merged(self) -> bool:
+        """Whether the F-curves key a whole vector merged from per-component channels."""
+        return self.array_index is None and any(s.index is not None for s in self.sources)
 
 
 @dataclass
@@ -102,7 +113,11 @@ def _plain(value):
     """A record as ID properties hold it: dataclasses as dicts (fields at their default left out), arrays
     as their float64 bytes, every other value through the codec."""
     if hasattr(value, "__dataclass_fields__"):
-        return {f.name: _plain(v) for f in fields(value) if not _is_default(f, v := getattr(value, f.name))}
+        return {
+            name: v if type(v) in (str, float, bool) else _plain(v)
+            for name, default in _defaults(type(value))
+            if not _is(v := getattr(value, name), default)
+        }
     if isinstance(value, list) and value and hasattr(value[0], "__dataclass_fields__"):
         return [_plain(v) for v in value]
     if isinstance(value, np.ndarray):
@@ -110,11 +125,17 @@ def _plain(value):
     return codec.encode(value)
 
 
-def _is_default(f, value) -> bool:
-    if value is None:
-        return True
-    default = f.default_factory() if f.default_factory is not MISSING else f.default
-    return type(value) in (str, list, dict) and value == default
+@cache
+def _defaults(cls) -> list[tuple[str, object]]:
+    """(name, default) of each field of a record dataclass; MISSING for the required ones."""
+    return [
+        (f.name, f.default_factory() if f.default_factory is not MISSING else f.default) for f in fields(cls)
+    ]
+
+
+def _is(value, default) -> bool:
+    """Whether a field holds its default (None, or an empty list, dict or text)."""
+    return value is None or (type(value) in (str, list, dict) and value == default)
 
 
 def _decoded(cls, data: dict, **decoders):
@@ -140,10 +161,7 @@ def _keys(data: dict) -> Keys:
 
 
 def _channel(data: dict) -> ChannelRecord:
-    return _decoded(
-        ChannelRecord,
-        data,
-        source=lambda d: _array(d, -1),
-        parts=lambda parts: [_decoded(Part, p, keys=_keys) for p in parts],
-        unspread=lambda d: _decoded(Unspread, d, keys=_keys, spread=_keys),
-    )
+    def source(stored: dict) -> SceneChannel:
+        return _decoded(SceneChannel, stored, origin=lambda d: ChannelOrigin(**codec.decode(d)), keys=_keys)
+
+    return _decoded(ChannelRecord, data, sources=lambda stored: [source(d) for d in stored])

@@ -51,7 +51,7 @@ def test_actions(built):
 def test_sampling_matches_blender_bezier_evaluation(empty_scene):
     """The sampler used for baking agrees with Blender, also where handles overlap the next key."""
     from retro_models.formats.curves import sample
-    from retro_models.operators.blender.animation import write_fcurve
+    from retro_models.operators.blender.animation import interpolation_codes, write_fcurve
 
     times = np.array([0.0, 4.0, 5.0, 12.0])
     values = np.array([[0.0], [2.0], [-1.0], [0.5]])
@@ -61,7 +61,8 @@ def test_sampling_matches_blender_bezier_evaluation(empty_scene):
     )
     action, slot = compat.new_action("probe", "OBJECT", "probe")
     (fcurve,) = compat.new_fcurves(action, slot, "location", [0])
-    write_fcurve(fcurve, times, values[:, 0], "BEZIER", left[:, 0], right[:, 0])
+    co = np.stack([times, values[:, 0]], axis=-1).astype(np.float32)
+    write_fcurve(fcurve, co, interpolation_codes("BEZIER", len(times)), left[:, 0], right[:, 0])
     frames = np.linspace(-1, 13, 113)
     expected = [fcurve.evaluate(f) for f in frames]
     np.testing.assert_allclose(
@@ -70,6 +71,8 @@ def test_sampling_matches_blender_bezier_evaluation(empty_scene):
 
 
 def test_euler_channels_come_back(empty_scene):
+    from retro_models.formats.curves import euler_to_matrix, sample
+
     scene = euler_scene(np.random.default_rng(5))
     result, got = build_and_extract(scene)
     root, child = got.animations[0].channels
@@ -77,11 +80,17 @@ def test_euler_channels_come_back(empty_scene):
     assert (root.path, root.interpolation) == ("rotation_euler", "BEZIER")
     for field in ("times", "values", "handles_left", "handles_right"):
         assert_close(getattr(root, field), getattr(want, field), field)
-    # The baked child: euler keys at every frame whose rotations are the original curve's.
+    # The baked child, unedited: its keys exactly as imported.
+    assert (child.path, child.interpolation) == ("rotation_euler", "BEZIER")
+    for field in ("times", "values", "handles_left", "handles_right"):
+        np.testing.assert_array_equal(getattr(child, field), getattr(want, field), field)
+    # Edited (the last key's interpolation, which leaves the curve as it was): euler keys at every
+    # frame whose rotations are the original curve's.
+    child_curves = [fc for fc in compat.action_fcurves(result.actions[0]) if "child" in fc.data_path]
+    child_curves[0].keyframe_points[-1].interpolation = "CONSTANT"
+    child = extract_scene(bpy.context, result.armatures[0], []).animations[0].channels[1]
     assert (child.path, child.interpolation, child.extras) == ("rotation_euler", "LINEAR", {})
     np.testing.assert_array_equal(child.times, np.arange(21.0))
-    from retro_models.formats.curves import euler_to_matrix, sample
-
     expected = sample(want.times, want.values, "BEZIER", want.handles_left, want.handles_right, child.times)
     np.testing.assert_allclose(euler_to_matrix(child.values), euler_to_matrix(expected), atol=1e-5)
 

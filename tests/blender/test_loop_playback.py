@@ -15,16 +15,17 @@ import j3d_support as j3d_playback
 import numpy as np
 import pytest
 import ttyd_support as ttyd_playback
-from retro_models.formats.curves import loop_keys, sample
+from retro_models.formats.curves import loop_keys, sample, unloop_rows
 from retro_models.formats.j3d import bck, evaluate
 from retro_models.formats.j3d import convert as j3d_convert
 from retro_models.formats.j3d.container import track_keys
 from retro_models.formats.scene import Animation
 from retro_models.formats.ttyd import model as fmt
-from retro_models.operators.blender import compat, props
+from retro_models.operators.blender import compat
 from retro_models.operators.blender.animation import (
     INTERPOLATION_CODES,
     fcurve_rows,
+    interpolation_codes,
     loop_record,
     write_fcurve,
 )
@@ -120,15 +121,15 @@ def test_j3d_edited_cut_key_is_exported_as_a_key(clap):
     point = cut.keyframe_points[0]
     for coordinates in (point.co, point.handle_left, point.handle_right):
         coordinates[1] += 0.25
-    cut.update()
+    cut.update()  # may reallocate the keys: ``point`` is not to be read again
     scene = extract_scene(bpy.context, armature, [])
     written = bck.read(bck.write(j3d_convert.from_scene(scene, joint_names=scene.skeletons[0].bone_names)))
-    joint, axis = int(record.target.removeprefix("joint")), record.index
+    joint, axis = int(record.target.removeprefix("joint")), record.sources[0].index
     edited = track_keys(written.tracks[joint, axis, 1], written.banks()[1])
     before = track_keys(model.tracks[joint, axis, 1], model.banks()[1])
     assert before.times[0] == -3.0 and edited.times[0] == 0.0 and edited.times[-1] == before.times[-1]
     unit = evaluate.rotation_unit(written.rotation_frac)
-    assert abs(edited.values[0] * unit - np.degrees(point.co[1])) <= unit
+    assert abs(edited.values[0] * unit - np.degrees(cut.keyframe_points[0].co[1])) <= unit
     frames = np.arange(0, 60)
     others = np.ones(model.tracks.shape[:2], bool)
     others[joint, axis] = False
@@ -161,9 +162,8 @@ def test_looped_f_curve_repeats_the_range_and_gives_the_keys_back(
     (fcurve,) = compat.new_fcurves(action, slot, "location", [0])
     write_fcurve(
         fcurve,
-        new_times,
-        new_values[:, 0],
-        modes,
+        np.stack([new_times, new_values[:, 0]], axis=-1).astype(np.float32),
+        interpolation_codes(modes, len(new_times)),
         None if new_left is None else new_left[:, 0],
         None if new_right is None else new_right[:, 0],
         cyclic=True,
@@ -177,7 +177,7 @@ def test_looped_f_curve_repeats_the_range_and_gives_the_keys_back(
     expected = sample(times, values, interpolation, *handles, wrapped)[:, 0]
     np.testing.assert_allclose([fcurve.evaluate(f) for f in frames], expected, atol=2e-5)
     animation = Animation("probe", frame_start=start, frame_end=end, loop=True)
-    rows = fcurve_rows(fcurve, props.to_python(loop_record(changed, [fcurve], animation, interpolation)))
+    rows = unloop_rows(fcurve_rows(fcurve), loop_record(changed, [fcurve], animation, interpolation), "0")
     np.testing.assert_array_equal(rows[:, 0], times.astype(np.float32))
     np.testing.assert_array_equal(rows[:, 1], values[:, 0].astype(np.float32))
     if interpolation == "BEZIER":

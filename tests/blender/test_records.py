@@ -4,13 +4,13 @@ import dataclasses
 
 import bpy
 import numpy as np
+from retro_models.formats.scene import ChannelOrigin
 from retro_models.operators.blender import props
 from retro_models.operators.blender.records import (
     AnimationRecord,
     ChannelRecord,
     Keys,
-    Part,
-    Unspread,
+    SceneChannel,
     read_record,
     write_record,
 )
@@ -47,18 +47,21 @@ def test_record_comes_back_exactly(empty_scene):
         "location",
         order=3,
         data_path='pose.bones["arm \\"L\\""].location',
-        extras={"raw": b"\x00\xff", "nothing": None, "big": 2**40, "mixed": [1, "a"]},
-        index=1,
-        array_index=2,
+        digest="0123abcd",
+        sources=[
+            SceneChannel(
+                {"raw": b"\x00\xff", "nothing": None, "big": 2**40, "mixed": [1, "a"]}, 0, keys=keys
+            ),
+            SceneChannel(
+                {}, 2, ChannelOrigin({"bytes": b"\x01", "ids": [3, 4]}, "feed"), Keys(times, values[:, :1])
+            ),
+            SceneChannel(origin=ChannelOrigin()),
+        ],
         loop={"frames": [0.0, 10.0], "interpolation": 1, "start": {"held": True}},
         slerp=[1.0, 2.0],
         flipped=[2],
         baked="rotation_euler",
         offset=[0.5, -0.5],
-        source=values.ravel(),
-        written="0123abcd",
-        parts=[Part(0, Keys(times, values[:, :1]), {"track": 4})],
-        unspread=Unspread(keys, Keys(times + 0.01, values, "BEZIER")),
     )
     record = AnimationRecord(
         "walk", 29.97, True, -3.0, 64.0, 7, "f00d", False, skeleton=1, channels=[channel]
@@ -73,7 +76,7 @@ def test_record_comes_back_exactly(empty_scene):
 
 def test_defaults_come_back_and_other_actions_have_none(empty_scene):
     record = AnimationRecord("idle", 30.0, False, 0.0, 0.0, 0, "beef", True)
-    record.channels.append(ChannelRecord("object", "Body", "hide"))
+    record.channels.append(ChannelRecord("object", "Body", "hide", sources=[SceneChannel()]))
     action = bpy.data.actions.new("idle")
     write_record(action, record)
     assert_same(read_record(action), record)

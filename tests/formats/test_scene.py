@@ -1,8 +1,12 @@
+from dataclasses import replace
+
 import numpy as np
 from retro_models.formats.scene import (
+    Channel,
     Skeleton,
     axis_matrix,
     compose,
+    keys_digest,
     matrix_to_quat,
     quat_multiply,
     quat_to_matrix,
@@ -49,3 +53,27 @@ def test_world_from_local_follows_the_tree_in_any_order():
     np.testing.assert_allclose(world[2], local[1] @ local[2])
     np.testing.assert_allclose(world[0], local[1] @ local[2] @ local[0])
     np.testing.assert_allclose(world[3], world[0] @ local[3])
+
+
+def test_keys_digest_sees_every_bit_of_the_keys():
+    times = np.array([0.0, 1.5, 3.0])
+    values = np.array([[0.25, -1.0], [0.5, 0.0], [1.0 / 3.0, 2.0]])
+    handles = np.stack([np.broadcast_to(times[:, None], (3, 2)), values], axis=-1)
+    channel = Channel("bone", "b", "location", times, values, "BEZIER", handles - 0.5, handles + 0.5)
+    digest = keys_digest(channel)
+    assert keys_digest(replace(channel, target="other", extras={"x": 1})) == digest  # the keys alone
+    assert keys_digest(replace(channel, values=values.astype(np.float32).astype(np.float64))) != digest
+    same_in_float32 = replace(channel, times=times.astype(np.float32), handles_left=handles - np.float32(0.5))
+    assert keys_digest(same_in_float32) == digest  # values, not their dtype
+    edits = {
+        "a time": replace(channel, times=times + [0, 0, 1e-12]),
+        "a value's sign bit": replace(channel, values=np.where(values == 0.0, -0.0, values)),
+        "the interpolation": replace(channel, interpolation="LINEAR"),
+        "no handles": replace(channel, handles_left=None, handles_right=None),
+        "a handle": replace(channel, handles_right=handles + [[[0, 0]], [[0, 0]], [[0, 1e-9]]]),
+        "a key less": replace(
+            channel, times=times[:2], values=values[:2], handles_left=None, handles_right=None
+        ),
+    }
+    for what, edited in edits.items():
+        assert keys_digest(edited) != digest, what
