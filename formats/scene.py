@@ -247,6 +247,7 @@ class Scene:
     animations: list[Animation] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # for the import report
     extras: Extras = field(default_factory=dict)
+    source: str = ""  # the file the scene was read from (kept with the import for re-reading and export)
 
 
 # -- small numeric helpers shared by the converters ---------------------------

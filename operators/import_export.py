@@ -144,6 +144,7 @@ def import_path(context, family: registry.Family, path: str, options, progress: 
     importer = family.importer
     with rollback_on_error():
         scene = importer.load(path, options)
+        scene.source = path
         if progress:
             progress.step()
         if importer.applies_to_selection and importer.applies_to_selection(scene):

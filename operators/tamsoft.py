@@ -48,8 +48,7 @@ def default_path(context) -> str:
         armature, meshes = export_objects(context)
     except convert.TamsoftExportError:
         return ""
-    record = props.import_record([o for o in [armature, *meshes] if o is not None])
-    source = props.get_extras(record).get(files.SOURCE_FILE, "") if record is not None else ""
+    source = props.source_file([o for o in [armature, *meshes] if o is not None])
     if not source:
         return ""
     return os.path.join(

@@ -6,7 +6,6 @@ Reading and writing the TMD, TKL and TML is formats/toshi/files.py.
 
 from __future__ import annotations
 
-import base64
 import os
 
 import bpy
@@ -31,7 +30,7 @@ def load_library(context, armature_obj, tkl_path: str) -> tuple[int, list[str]]:
     from .blender.build import replace_animations
 
     imported = props.get_extras(armature_obj.data)
-    source = imported.get("source_file", "")
+    source = props.source_file([armature_obj])
     axis = np.reshape(imported["axis"], (4, 4)) if "axis" in imported else convert.DEFAULT_AXIS
     if not os.path.isfile(source):
         raise OSError(f"{armature_obj.name}: its model file {source!r} is needed for the animation table")
@@ -43,7 +42,7 @@ def load_library(context, armature_obj, tkl_path: str) -> tuple[int, list[str]]:
     record = props.import_record([armature_obj])
     if record is not None:
         extras = props.get_extras(record)
-        extras.update(tkl=scene.extras["tkl"], **{files.TKL_LIBRARY: base64.b64encode(data).decode("ascii")})
+        extras.update(tkl=scene.extras["tkl"], **{files.TKL_LIBRARY: data})
         props.set_extras(record, extras)
     animation_warnings = [w for w in scene.warnings if w.startswith("animation ")]
     return len(result.actions), animation_warnings + result.warnings
@@ -119,7 +118,7 @@ class RETRO_MODELS_OT_toshi_load_tkl(bpy.types.Operator, ImportHelper):
         from .blender import props
 
         obj = context.active_object
-        return obj is not None and obj.type == "ARMATURE" and "source_file" in props.get_extras(obj.data)
+        return obj is not None and obj.type == "ARMATURE" and "tkl_file" in props.get_extras(obj.data)
 
     def execute(self, context):
         from .import_export import rollback_on_error

@@ -16,7 +16,7 @@ class VIEW3D_PT_retro_toshi(bpy.types.Panel):
     @classmethod
     def poll(cls, context):
         obj = context.active_object
-        return obj is not None and obj.type == "ARMATURE" and "source_file" in props.get_extras(obj.data)
+        return obj is not None and obj.type == "ARMATURE" and "tkl_file" in props.get_extras(obj.data)
 
     def draw(self, context):
         from ..formats.toshi.files import TKL_LIBRARY, library_name
@@ -27,7 +27,7 @@ class VIEW3D_PT_retro_toshi(bpy.types.Panel):
         header = props.get_extras(record, "tkl_field") if record is not None else {}
         layout = self.layout
         col = layout.column(align=True)
-        col.label(text=f"Model: {bpy.path.basename(extras['source_file'])}", icon="FILE")
+        col.label(text=f"Model: {bpy.path.basename(props.source_file([context.active_object]))}", icon="FILE")
         col.label(text=f"Keyframe library: {library_name(header) or '(none)'}", icon="ACTION")
         if extras.get("tkl_file"):
             col.label(text=f"Loaded from: {bpy.path.basename(extras['tkl_file'])}")

@@ -21,7 +21,6 @@ from . import cat, convert, names, tmd0
 
 EXTENSIONS = (".tmd", ".cat")
 # Scene extras: the file the model came from, and its CAT without the model payload.
-SOURCE_FILE = "source_file"
 CONTAINER = "cat"
 # ... and its texture CAT without the texture payloads (those travel on the images).
 TEXTURE_CONTAINER = "texture_cat"
@@ -123,7 +122,6 @@ def load(path: str, options: ImportOptions) -> Scene:
                 f"none of the {len(candidates)} names in {os.path.basename(names_file)} "
                 f"matches any of the {len(bones)} bone hashes"
             )
-    scene.extras[SOURCE_FILE] = path
     if package.cat is not None:
         scene.extras[CONTAINER] = _stored_container(package)
     if package.texture_cat is not None:

@@ -6,7 +6,6 @@ and turns the trio into a Scene; ``save`` writes a Scene back as the TMD, its TK
 
 from __future__ import annotations
 
-import base64
 import os
 from dataclasses import dataclass
 
@@ -17,7 +16,7 @@ from ..options import Panel, option, oriented
 from ..scene import Scene
 from . import convert, tkl, tmd, tml
 
-# Scene extras key: the keyframe library read at import (base64), appended to on export.
+# Scene extras key: the keyframe library read at import (its bytes), appended to on export.
 TKL_LIBRARY = "tkl_library"
 
 INCLUDE = Panel("Include")
@@ -185,9 +184,8 @@ def load(path: str, options: ImportOptions) -> Scene:
     scene.name = os.path.splitext(os.path.basename(path))[0]
     scene.warnings[:0] = warnings
     if tkl_bytes is not None:
-        scene.extras[TKL_LIBRARY] = base64.b64encode(tkl_bytes).decode("ascii")
+        scene.extras[TKL_LIBRARY] = tkl_bytes
     scene.skeletons[0].extras.update(
-        source_file=path,
         tkl_file=tkl_path or "",
         tml_file=tml_path or "",
         axis=np.asarray(axis, np.float64).ravel().tolist(),  # for re-reading animations the same way
@@ -212,7 +210,7 @@ def stored_library(scene: Scene) -> tkl.TKL | None:
     """The keyframe library kept with the import the scene was extracted from, if any."""
     if TKL_LIBRARY not in scene.extras:
         return None
-    return tkl.read(base64.b64decode(scene.extras[TKL_LIBRARY]), f"{scene.name} (stored keyframe library)")
+    return tkl.read(scene.extras[TKL_LIBRARY], f"{scene.name} (stored keyframe library)")
 
 
 def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:

@@ -108,6 +108,8 @@ def build_scene(
     for i, animation in enumerate(scene.animations):
         groups.append(build_animation(scene, animation, i, rigs, result, assign=i == 0))
         report(0.7 + 0.3 * (i + 1) / len(scene.animations))
+    if scene.source:
+        collection[props.SOURCE_FILE] = scene.source
     collection[props.SCENE] = {
         "name": scene.name,
         "materials": [m.name for m in result.materials],

@@ -33,6 +33,7 @@ def extract_scene(context, armature_obj, mesh_objs, *, actions=None) -> Scene:
     if record is not None:
         info = props.to_python(record[props.SCENE])
         scene.name = info["name"]
+        scene.source = record.get(props.SOURCE_FILE, "")
         scene.extras = props.get_extras(record)
     images = _Registry(record, "images")
     materials = _Registry(record, "materials")

@@ -39,6 +39,7 @@ UNDECODED = "undecoded"  # image: the scene had no pixels; the image is a placeh
 ANIMATION = (
     "animation"  # action: its records.AnimationRecord (only through records.write_record / read_record)
 )
+SOURCE_FILE = "source_file"  # import collection: the file the import read (Scene.source)
 SCENE = "imported_scene"  # import collection: scene name, materials, images and action groups in scene order
 
 
@@ -74,6 +75,12 @@ def get_extras(owner, *keys: str) -> dict:
     if keys:
         return {k: codec.decode(stored[k]) for k in keys if k in stored}
     return codec.decode(stored)
+
+
+def source_file(objects) -> str:
+    """The file the import of these objects read ("" when they were not imported from one)."""
+    record = import_record(objects)
+    return record.get(SOURCE_FILE, "") if record is not None else ""
 
 
 def import_record(objects):

@@ -79,7 +79,7 @@ def test_formats_only_values_are_kept_as_custom_properties(empty_scene, demo_dir
     header = props.get_extras(record)
     for key in ("salt", "unknown", "tkl_field", "node_flags", "animation_flags", "tkl", "tml", "tkl_library"):
         assert key in header, key
-    assert props.get_extras(armature.data)["source_file"] == str(demo_dir / "demo.tmd")
+    assert props.source_file([armature]) == str(demo_dir / "demo.tmd")
     assert all("name_field" in props.get_extras(b) for b in armature.data.bones)
     actions = [a for a in bpy.data.actions if props.EXTRAS in a]
     assert actions and all({"a", "b", "c", "channel_flags"} <= set(props.get_extras(a)) for a in actions)
