@@ -9,12 +9,12 @@ placeholder stands in).
 
 from __future__ import annotations
 
-import base64
 import hashlib
 
 import bpy
 import numpy as np
 
+from ...formats import extras as codec
 from ...formats.scene import Image
 from . import props
 
@@ -40,7 +40,7 @@ def build_image(image: Image) -> bpy.types.Image:
     if image.pixels is None:
         blender_image[props.UNDECODED] = [image.width, image.height]
     if image.source_bytes is not None:
-        blender_image[props.SOURCE_BYTES] = base64.b64encode(image.source_bytes).decode("ascii")
+        blender_image[props.SOURCE_BYTES] = codec.encode(image.source_bytes)
     blender_image[props.SOURCE_FORMAT] = image.source_format
     props.set_extras(blender_image, image.extras)
     return blender_image
@@ -67,7 +67,7 @@ def extract_image(image) -> Image:
         extras=props.get_extras(image),
     )
     if unchanged and props.SOURCE_BYTES in image:
-        result.source_bytes = base64.b64decode(image[props.SOURCE_BYTES])
+        result.source_bytes = codec.decode(image[props.SOURCE_BYTES])
     if unchanged and props.UNDECODED in image:
         result.pixels = None
         result.width, result.height = props.to_python(image[props.UNDECODED])

@@ -26,6 +26,7 @@ import re
 
 import bpy
 import numpy as np
+from retro_models.formats import extras as codec
 from retro_models.operators.blender import compat, props
 from retro_models.operators.blender.records import read_record
 
@@ -75,7 +76,7 @@ _HEX_NUMBER = re.compile(r"0x[0-9A-Fa-f]+")
 def canonical(value, key: str = ""):
     """A custom property value as the format's value, whatever its encoding: bytes (plain, as hex
     text, or base64 ``source_bytes``) become "bytes:<hex>", numbers written as "0x…" text ints."""
-    value = props.to_python(value)
+    value = codec.decode(props.to_python(value))
     if isinstance(value, (bytes, bytearray)):
         return "bytes:" + bytes(value).hex() if value else ""  # as empty hex text shows
     if isinstance(value, str):
