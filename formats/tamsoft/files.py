@@ -6,7 +6,6 @@ textures on its images), so that ``save`` can put an edited model back into the 
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import os
 from dataclasses import dataclass
@@ -59,17 +58,14 @@ def _stored_container(package: cat.Package) -> dict:
         "name_block": container.name_block,
         "index": package.index,
         "model_sha1": hashlib.sha1(container.payloads[package.index]).hexdigest(),
-        "payloads": [
-            "" if i == package.index else base64.b64encode(p).decode("ascii")
-            for i, p in enumerate(container.payloads)
-        ],
+        "payloads": [b"" if i == package.index else p for i, p in enumerate(container.payloads)],
     }
 
 
 def container_bytes(stored: dict, model_bytes: bytes) -> bytes:
     """The stored CAT with ``model_bytes`` as its model payload."""
     index = stored["index"]
-    payloads = [base64.b64decode(p) for p in stored["payloads"]]
+    payloads = [bytes(p) for p in stored["payloads"]]
     # An unchanged model goes back as it was; replace_payload pads only a changed one.
     unchanged = hashlib.sha1(model_bytes).hexdigest() == stored["model_sha1"]
     payloads[index] = model_bytes if unchanged else b""
@@ -86,14 +82,14 @@ def _stored_texture_container(package: cat.Package) -> dict:
         "header_size": container.header_size,
         "name_block": container.name_block,
         "texture_count": count,
-        "other_payloads": [base64.b64encode(p).decode("ascii") for p in container.payloads[count:]],
+        "other_payloads": list(container.payloads[count:]),
     }
 
 
 def texture_container_bytes(stored: dict, images) -> tuple[bytes, list[str]]:
     """The stored texture CAT with its textures taken from ``images`` (the exported model's), and warnings."""
     payloads, warnings = convert.texture_payloads(images, stored["texture_count"])
-    payloads += [base64.b64decode(p) for p in stored["other_payloads"]]
+    payloads += [bytes(p) for p in stored["other_payloads"]]
     container = cat.CAT(stored["endian"], stored["header_size"], stored["name_block"], payloads)
     return cat.write(container), warnings
 
