@@ -7,7 +7,11 @@ its extract side next to each other:
   ``replace_animations``, ``replace_materials``; ``extract_scene``);
 - ``image``, ``material``, ``armature``, ``mesh``: the datablocks, with the channels keyed on
   them (bone channels ⇄ pose bones, material channels ⇄ node trees, visibility and shape keys);
-- ``animation``: Scene animations ⇄ actions (F-curves, loops, close keys, the channel records);
+- ``animation``: Scene animations ⇄ actions (F-curves, loops, close keys) and the one decision
+  whether a channel was edited (F-curve digests);
+- ``records``: what each action records of its Scene animation (``AnimationRecord``,
+  ``ChannelRecord``), through the extras codec;
+- ``hooks``: the looks a family registers (material-channel shading hooks);
 - ``props``: the names of the custom properties the builder leaves for the extractor;
 - ``compat``: Blender version differences and shared Blender facts;
 - ``objects``: which objects belong together (armatures and the meshes they deform).
