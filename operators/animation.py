@@ -5,14 +5,19 @@ from __future__ import annotations
 import bpy
 from bpy.props import StringProperty
 
-from .blender import compat, props
+from .blender import compat, props, records
 from .blender.build import mapping_node_name
 from .blender.objects import deformed_by
 
 
 def group_actions(group: str) -> list[bpy.types.Action]:
     """The actions of one imported animation (one per animated datablock)."""
-    return [a for a in bpy.data.actions if props.to_python(a.get(props.ANIMATION, {})).get("group") == group]
+    return [a for a in bpy.data.actions if records.record_group(a) == group]
+
+
+def primary_action(actions):
+    """The action of a group that holds the animation's name, range and extras."""
+    return next((a for a in actions if records.is_primary(a)), None)
 
 
 def use_animation(owner, group: str) -> None:
@@ -27,8 +32,7 @@ def use_animation(owner, group: str) -> None:
     if isinstance(owner, bpy.types.Material):
         name = props.scene_name(owner)
         for action in group_actions(group):
-            channels = props.to_python(action[props.ANIMATION]).get("channels", [])
-            if any(c["kind"] == "material" and c["target"] == name for c in channels):
+            if ("material", name) in records.channel_targets(action):
                 compat.assign_action(owner.node_tree, action, compat.action_slot(action))
                 return
         return
@@ -40,8 +44,8 @@ def use_animation(owner, group: str) -> None:
     targets = _animated_data(owner)
     chosen = {}
     for action in group_actions(group):
-        channels = props.to_python(action[props.ANIMATION]).get("channels", [])
-        kind, target = (channels[0]["kind"], channels[0]["target"]) if channels else ("bone", "")
+        targets_keyed = records.channel_targets(action)
+        kind, target = targets_keyed[0] if targets_keyed else ("bone", "")
         id_data = owner if kind == "bone" else targets.get((kind, target))
         if id_data is not None:
             chosen[id_data.as_pointer()] = (id_data, action)

@@ -22,6 +22,7 @@ import bpy
 from ..formats.errors import ExportError, SelectionError
 from ..formats.j3d import apply, convert, files
 from ..formats.scene import Scene
+from .blender import records
 from .blender.objects import target_armature
 
 
@@ -115,7 +116,7 @@ def _replace_materials(context, scene: Scene, materials, by_name):
 
 def _add_animation(context, scene: Scene, armature, materials, set_frame_range: bool):
     """The animation's actions on the armature or the materials, looping as the file says; and notes."""
-    from .blender import compat, props
+    from .blender import compat
     from .blender.build import add_animations
 
     animation = scene.animations[0]
@@ -134,7 +135,7 @@ def _add_animation(context, scene: Scene, armature, materials, set_frame_range: 
             else "the file's keys kept with exact Bézier handles"
         )
         notes.append(f"{scene.name}: action {result.actions[0].name!r} on armature {armature.name!r}; {how}")
-    group = result.actions[0][props.ANIMATION]["group"]
+    group = records.record_group(result.actions[0])
     for material in materials:
         _record(material, group)
     if materials:
@@ -167,7 +168,7 @@ _animation_items_alive: list = []  # Blender reads enum item strings after the c
 
 def animation_items(self, context):
     """The J3D animations applied to the active armature and its active material, after "the one playing"."""
-    from .animation import group_actions
+    from .animation import group_actions, primary_action
     from .blender import props
 
     items = [
@@ -181,19 +182,12 @@ def animation_items(self, context):
         owners.append(obj.active_material)
     for owner in owners:
         for group in props.to_python(owner.get(props.ANIMATIONS, [])):
-            primary = _primary(group_actions(group))
+            primary = primary_action(group_actions(group))
             if primary is not None:
                 kind = props.get_extras(primary).get("j3d_type", "")
                 items.append((group, f"{primary.name} ({kind.upper()})" if kind else primary.name, ""))
     _animation_items_alive[:] = items
     return items
-
-
-def _primary(actions):
-    """The action of a group that holds the animation's name, range and extras."""
-    from .blender import props
-
-    return next((a for a in actions if props.to_python(a[props.ANIMATION]).get("primary")), None)
 
 
 def _playing(id_data):
@@ -203,14 +197,13 @@ def _playing(id_data):
 def export_action(context, kind: str, group: str = files.PLAYING):
     """(armature or None, action) to export as ``kind``: the chosen group's, else the one playing on the
     active armature (BCK) or on the active object's active material (the others)."""
-    from .animation import group_actions
-    from .blender import props
+    from .animation import group_actions, primary_action
 
     armature = target_armature(context) if kind == "bck" else None
     if kind == "bck" and armature is None:
         raise ExportError("select the armature whose animation to export as .bck")
     if group != files.PLAYING:
-        action = _primary(group_actions(group))
+        action = primary_action(group_actions(group))
         if action is None:
             raise ExportError(f"the animation {group!r} has no actions left")
         return armature, action
@@ -224,8 +217,9 @@ def export_action(context, kind: str, group: str = files.PLAYING):
         owner, action = f"material {material.name!r}", _playing(material.node_tree)
     if action is None:
         raise ExportError(f"{owner} plays no action to export as .{kind}")
-    if props.ANIMATION in action:  # the group's first action holds its extras
-        action = _primary(group_actions(props.to_python(action[props.ANIMATION])["group"])) or action
+    group = records.record_group(action)
+    if group is not None:  # the group's first action holds its extras
+        action = primary_action(group_actions(group)) or action
     return armature, action
 
 

@@ -61,7 +61,7 @@ class VIEW3D_PT_retro_animations(bpy.types.Panel):
         return bool(cls.owners(context))
 
     def draw(self, context):
-        from ..operators.animation import group_actions
+        from ..operators.animation import group_actions, primary_action
 
         for label, owner, material in self.owners(context):
             box = self.layout.box()
@@ -72,7 +72,7 @@ class VIEW3D_PT_retro_animations(bpy.types.Panel):
                 owner[props.ANIMATIONS] if material else owner.data[props.ANIMATIONS]
             ):
                 actions = group_actions(group)
-                primary = next((a for a in actions if a[props.ANIMATION].get("primary")), None)
+                primary = primary_action(actions)
                 if primary is None:
                     continue
                 kind = props.get_extras(primary).get("j3d_type", "")

@@ -109,6 +109,27 @@ def read_record(action) -> AnimationRecord | None:
     return _decoded(AnimationRecord, data, channels=lambda c: [_channel(d) for d in c])
 
 
+# Cheap reads of a record's top-level fields, for lists and panels that look at every action.
+
+
+def record_group(action) -> str | None:
+    """``AnimationRecord.group`` of the action (None for an action the builder did not make)."""
+    stored = action.get(props.ANIMATION)
+    return None if stored is None else stored.get("group")
+
+
+def is_primary(action) -> bool:
+    """``AnimationRecord.primary`` of the action."""
+    stored = action.get(props.ANIMATION)
+    return bool(stored is not None and stored.get("primary"))
+
+
+def channel_targets(action) -> list[tuple[str, str]]:
+    """(``ChannelRecord.kind``, ``ChannelRecord.target``) of each channel the action keys."""
+    stored = action.get(props.ANIMATION)
+    return [] if stored is None else [(c["kind"], c["target"]) for c in stored.get("channels", [])]
+
+
 def _plain(value):
     """A record as ID properties hold it: dataclasses as dicts (fields at their default left out), arrays
     as their float64 bytes, every other value through the codec."""
