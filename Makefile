@@ -14,7 +14,12 @@ else
 PYTEST_MODE := -p no:pytest-blender
 endif
 
-.PHONY: test test-oldest lint validate build demo bench clean
+# The fuzzer: a long campaign (FUZZ_MINUTES) and CI's fixed, seeded budget of about two minutes
+# on a 2-core machine. Defects in the known list are reported without failing.
+FUZZ_MINUTES ?= 30
+FUZZ := PYTHONPATH=tools $(VENV)/bin/python -m fuzz --known tests/fuzz/known_defects.txt
+
+.PHONY: test test-oldest lint validate build demo bench fuzz fuzz-ci clean
 
 $(VENV)/.stamp:
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +57,12 @@ bench: $(VENV)/.stamp
 	$(VENV)/bin/python bench/bench_build.py
 	$(VENV)/bin/python bench/bench_textures.py
 	$(VENV)/bin/python bench/bench_gxt.py
+
+fuzz: $(VENV)/.stamp
+	$(FUZZ) --minutes $(FUZZ_MINUTES)
+
+fuzz-ci: $(VENV)/.stamp
+	$(FUZZ) --inputs 2000 --blender-inputs 500 --seed 1
 
 clean:
 	rm -rf build $(VENV) $(VENV_OLDEST) .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Fuzzing the file readers and the Blender import: see __main__.py for how to run it."""
