@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "tests" / "blender"))
 
 import j3d_support  # noqa: E402
 import retro_models  # noqa: E402
-from retro_models.operators.j3d import READERS  # noqa: E402
+from retro_models.formats.j3d.files import READERS  # noqa: E402
 
 retro_models.register()
 

@@ -82,8 +82,9 @@ def project_frames(text: str, innermost_first: bool = False) -> list[tuple[str, 
     frames = []
     for path, line, function in FRAME.findall(text):
         resolved = Path(path).resolve()
-        if Path(path).is_absolute() and resolved.is_relative_to(ROOT):
-            frames.append((resolved, int(line), function))
+        inside = Path(path).is_absolute() and resolved.is_relative_to(ROOT)
+        if inside and not any(part.startswith(".venv") for part in resolved.relative_to(ROOT).parts):
+            frames.append((resolved, int(line), function))  # the add-on's, not a package in its venv
     if innermost_first:
         frames.reverse()
     code_under_test = [frame for frame in frames if not frame[0].is_relative_to(HARNESS)]
