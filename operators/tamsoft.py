@@ -10,8 +10,9 @@ import os
 import bpy
 from bpy_extras.io_utils import ExportHelper
 
+from ..formats.errors import ExportError
 from ..formats.scene import Scene
-from ..formats.tamsoft import convert, files
+from ..formats.tamsoft import files
 from .blender.objects import deformed_meshes, target_armature
 
 
@@ -21,7 +22,7 @@ def export_objects(context) -> tuple[bpy.types.Object | None, list[bpy.types.Obj
     if armature is not None:
         meshes = deformed_meshes(armature, context.view_layer.objects)
         if not meshes:
-            raise convert.TamsoftExportError(f"armature {armature.name!r} deforms no mesh")
+            raise ExportError(f"armature {armature.name!r} deforms no mesh")
     else:
         meshes = [
             o
@@ -29,7 +30,7 @@ def export_objects(context) -> tuple[bpy.types.Object | None, list[bpy.types.Obj
             if o is not None and o.type == "MESH"
         ]
         if not meshes:
-            raise convert.TamsoftExportError("select the model's armature or its meshes")
+            raise ExportError("select the model's armature or its meshes")
     return armature, sorted(set(meshes), key=lambda o: o.name)
 
 
@@ -46,7 +47,7 @@ def default_path(context) -> str:
 
     try:
         armature, meshes = export_objects(context)
-    except convert.TamsoftExportError:
+    except ExportError:
         return ""
     source = props.source_file([o for o in [armature, *meshes] if o is not None])
     if not source:

@@ -11,7 +11,7 @@ import os
 
 import bpy
 
-from ..formats.errors import SelectionError
+from ..formats.errors import ExportError, SelectionError
 from ..formats.scene import Scene
 from ..formats.tmrf import files
 from .blender.objects import armature_modifier_target, deformed_meshes, target_armature
@@ -65,14 +65,14 @@ def export_scene(context, path: str, options: files.ExportOptions) -> Scene:
     armature, meshes = export_objects(context)
     needs_armature = content in ("skeleton", "animations")
     if armature is None and (needs_armature or not meshes):
-        raise files.TMRFExportError(
+        raise ExportError(
             f"select an armature to export {extension} files" if needs_armature else "select meshes to export"
         )
     if content in ("static_mesh", "skinned_model") and not meshes:
-        raise files.TMRFExportError(f"{extension} files hold meshes: select the meshes to export")
+        raise ExportError(f"{extension} files hold meshes: select the meshes to export")
     scene = extract_scene(context, armature, meshes)
     if content == "animations" and not scene.animations:
-        raise files.TMRFExportError(f"armature {armature.name!r} has no animations to export")
+        raise ExportError(f"armature {armature.name!r} has no animations to export")
     layouts = props.get_extras(armature.data).get(files.ANIMATION_LAYOUTS, {}) if armature else {}
     files.choose_layout(scene, layouts, content)
     return scene

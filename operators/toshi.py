@@ -13,7 +13,7 @@ import numpy as np
 from bpy.props import StringProperty
 from bpy_extras.io_utils import ImportHelper
 
-from ..formats.errors import RetroError
+from ..formats.errors import ExportError, RetroError
 from ..formats.scene import Scene
 from ..formats.toshi import convert, files
 from .blender.objects import deformed_meshes, target_armature
@@ -56,14 +56,14 @@ def export_objects(context) -> tuple[bpy.types.Object, list[bpy.types.Object]]:
     armature = target_armature(context)
     active = context.active_object
     if armature is None and active is not None and active.type == "MESH":
-        raise convert.ToshiExportError(
+        raise ExportError(
             f"mesh {active.name!r} has no armature (add an Armature modifier: TMD meshes are skinned)"
         )
     if armature is None:
-        raise convert.ToshiExportError("select the armature of the model to export")
+        raise ExportError("select the armature of the model to export")
     meshes = deformed_meshes(armature, context.view_layer.objects)
     if not meshes:
-        raise convert.ToshiExportError(f"armature {armature.name!r} deforms no mesh")
+        raise ExportError(f"armature {armature.name!r} deforms no mesh")
     return armature, meshes
 
 

@@ -64,10 +64,6 @@ DDS_MIPS = "dds_mips"
 A8R8G8B8_MASKS = (0x00FF0000, 0x0000FF00, 0x000000FF, 0xFF000000)
 
 
-class TamsoftExportError(ExportError):
-    """A scene cannot be written as tmd0; the message names the problem."""
-
-
 # -- draw list ------------------------------------------------------------------
 
 
@@ -319,13 +315,13 @@ def texture_payloads(images: list[Image], count: int) -> tuple[list[bytes], list
     again in their format (else as uncompressed DDS, with a warning); an edit the CAT cannot hold raises.
     """
     if len(images) < count:
-        raise TamsoftExportError(
+        raise ExportError(
             f"the texture CAT holds {count} textures but the model has {len(images)} images: "
             "an imported texture is missing (deleted?); export as .tmd"
         )
     for image in images[count:]:
         if image.pixels is not None:
-            raise TamsoftExportError(
+            raise ExportError(
                 f"image {image.name!r} has no place in the texture CAT ({count} textures): "
                 "replace the pixels of an imported texture instead, or export as .tmd"
             )
@@ -339,7 +335,7 @@ def texture_payloads(images: list[Image], count: int) -> tuple[list[bytes], list
             continue
         encoding = image.extras.get(DDS_ENCODING, "")
         if DDS_ENCODING not in image.extras and image.source_format:
-            raise TamsoftExportError(
+            raise ExportError(
                 f"image {image.name!r} was edited but its {image.source_format} texture cannot be "
                 "encoded: undo the edit, or export as .tmd"
             )
@@ -441,7 +437,7 @@ def _per_vertex(layer: Layer | None, triangles: np.ndarray, count: int) -> np.nd
 def _merged_mesh(scene: Scene) -> tuple[Mesh, dict]:
     """The one mesh to write (several meshes are joined) and the extras that describe it."""
     if not scene.meshes:
-        raise TamsoftExportError("the scene has no mesh to write")
+        raise ExportError("the scene has no mesh to write")
     if len(scene.meshes) == 1:
         mesh = scene.meshes[0]
         return mesh, mesh.extras.get(KEY, {})
@@ -514,7 +510,7 @@ def from_scene(scene: Scene, axis: np.ndarray | None = None, endian: str | None 
     if skinned:
         joints, weight_bytes = _encode_weights(mesh.skin_joints, mesh.skin_weights)
         if len(joints) and joints.max() >= len(skeleton):
-            raise TamsoftExportError(f"mesh {mesh.name!r} is skinned to a bone outside its skeleton")
+            raise ExportError(f"mesh {mesh.name!r} is skinned to a bone outside its skeleton")
 
     model.flags = _vertex_flags(header.get("flags", tmd0.POSITION | tmd0.INTERLEAVED), mesh, skinned)
     kept = _kept_draw_list(model, extras, triangles, face_material, count, joints, weight_bytes)
@@ -524,7 +520,7 @@ def from_scene(scene: Scene, axis: np.ndarray | None = None, endian: str | None 
     else:
         source, bone_ids = _build_draw_list(model, triangles, face_material, positions, joints, weight_bytes)
     if len(source) > MAX_VERTICES:
-        raise TamsoftExportError(f"{len(source)} vertices: a tmd0 model holds at most {MAX_VERTICES}")
+        raise ExportError(f"{len(source)} vertices: a tmd0 model holds at most {MAX_VERTICES}")
 
     normals = _per_vertex(mesh.normals, triangles, count)
     normals = None if normals is None else _apply(axis.T, np.asarray(normals)[:, :3])
@@ -572,7 +568,7 @@ def _bones(skeleton: Skeleton, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray
     count = len(skeleton)
     parents = np.asarray(skeleton.parents, np.int64)
     if np.any(parents >= np.arange(count)) or np.any(parents < -1):
-        raise TamsoftExportError(f"skeleton {skeleton.name!r}: every bone's parent must precede it")
+        raise ExportError(f"skeleton {skeleton.name!r}: every bone's parent must precede it")
     rest = axis.T @ np.asarray(skeleton.rest, np.float64)
     inverse = np.linalg.inv(rest).transpose(0, 2, 1).astype(np.float32)  # row-vector layout
     heads = rest[:, :3, 3]
@@ -614,9 +610,7 @@ def _material_record(material: Material, endian: str) -> np.ndarray:
         k = slot.extras.get("slot")
         if not isinstance(k, int) or not 0 <= k < tmd0.MATERIAL_SLOTS or k in placed:
             if not free:
-                raise TamsoftExportError(
-                    f"material {material.name!r} has more than {tmd0.MATERIAL_SLOTS} textures"
-                )
+                raise ExportError(f"material {material.name!r} has more than {tmd0.MATERIAL_SLOTS} textures")
             k = free.pop(0)
         placed.add(k)
         slots["type"][k] = slot.extras.get("type", SLOT_TYPES.get(slot.role, 0))
@@ -779,7 +773,7 @@ def _build_draw_list(model, triangles, face_material, positions, joints, weight_
     bone_ids[:count][assigned[:, 0] >= 0] = assigned[assigned[:, 0] >= 0]
     ops = np.array(operations, tmd0.OPERATION_DTYPE) if operations else np.zeros(0, tmd0.OPERATION_DTYPE)
     if len(ops) and (max(len(polygroups), len(rigs), len(model.materials)) > MAX_OPERATION_VALUE + 1):
-        raise TamsoftExportError("more than 256 polygroups, rigs or materials: operations hold one byte")
+        raise ExportError("more than 256 polygroups, rigs or materials: operations hold one byte")
     model.operations = ops
     model.polygroups = np.array(polygroups, tmd0.POLYGROUP_DTYPE)
     model.rigs = np.array(rigs, tmd0.RIG_DTYPE)

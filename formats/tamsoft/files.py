@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import FormatError
+from ..errors import ExportError, FormatError
 from ..files import write_files
 from ..options import Panel, option, oriented
 from ..scene import Scene
@@ -136,7 +136,7 @@ def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
         return write_files({path: model_bytes})  # a bare tmd0 has no texture container
     stored = scene.extras.get(CONTAINER)
     if stored is None:
-        raise convert.TamsoftExportError("the model was not imported from a CAT: export it as .tmd")
+        raise ExportError("the model was not imported from a CAT: export it as .tmd")
     files = {path: container_bytes(stored, model_bytes)}
     stored_textures = scene.extras.get(TEXTURE_CONTAINER)
     if stored_textures is not None:

@@ -43,10 +43,6 @@ ANIMATION = Panel("Animation")
 Orientation = oriented(convert.AXES)
 
 
-class TMRFExportError(ExportError):
-    """What to export is missing or does not fit the chosen contents."""
-
-
 @dataclass
 class ImportOptions(Orientation):
     pass
@@ -199,5 +195,5 @@ def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
             axis=options.axis(),
         )
     except ValueError as e:  # options that do not go together
-        raise TMRFExportError(str(e)) from e
+        raise ExportError(str(e)) from e
     return write_files({path: media.write(model)})

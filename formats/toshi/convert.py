@@ -76,10 +76,6 @@ TIME_TOLERANCE = 1e-3  # frames
 NEW_TEXTURE_HEADER = {"flags": 0, "unknown1": 0, "unknown2": 0, "unknown3": 0xFFFF, "unknown4": 0x43000000}
 
 
-class ToshiExportError(ExportError):
-    """A scene cannot be written as TMD/TKL/TML; the message names the object."""
-
-
 # -- helpers ------------------------------------------------------------------
 
 
@@ -511,7 +507,7 @@ def _name_field(name: str, extras: dict, what: str) -> tuple[int, bytes]:
     try:
         return tmd_format.encode_name(name, 15, what)
     except ValueError as e:
-        raise ToshiExportError(f"{what} {name!r} is longer than 15 bytes") from e
+        raise ExportError(f"{what} {name!r} is longer than 15 bytes") from e
 
 
 def _nodes(skeleton: Skeleton | None, axis3: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -530,7 +526,7 @@ def _nodes(skeleton: Skeleton | None, axis3: np.ndarray) -> tuple[np.ndarray, np
     bind = inverse_axis @ np.asarray(skeleton.rest, dtype=np.float64)
     parents = np.asarray(skeleton.parents, dtype=np.int64)
     if ((parents < -1) | (parents >= np.arange(count))).any():
-        raise ToshiExportError(f"skeleton {skeleton.name!r}: bones must come after their parents")
+        raise ExportError(f"skeleton {skeleton.name!r}: bones must come after their parents")
     computed_flat = tmd_format.flatten(bind)
     inverse_flat = tmd_format.flatten(np.linalg.inv(bind.astype(np.float32).astype(np.float64)))
     local = bind.copy()
@@ -651,7 +647,7 @@ class _Library:
         self.rotations = _KeyTable(rotations, tkl is not None)
         self.name = name or default
         if len(self.name.encode("ascii", "replace")) > 15:
-            raise ToshiExportError(f"keyframe library name {self.name!r} is longer than 15 bytes")
+            raise ExportError(f"keyframe library name {self.name!r} is longer than 15 bytes")
 
     def positions_for(self, values: np.ndarray, preferred) -> np.ndarray:
         return self.positions.indices(values, preferred)
@@ -662,7 +658,7 @@ class _Library:
     def model(self) -> tkl_format.TKL:
         positions, rotations = self.positions.array(), self.rotations.array()
         if len(positions) > 0x10000 or len(rotations) > 0x10000:
-            raise ToshiExportError(
+            raise ExportError(
                 f"keyframe library {self.name!r} would hold {len(positions)} positions and "
                 f"{len(rotations)} rotations; key indices are 16-bit (at most 65536 each)"
             )
@@ -702,7 +698,7 @@ def _channel_keys(
         len(c.times) == len(times) and np.array_equal(np.asarray(c.times, np.float64), times) for c in present
     )
     if len(times) > 0xFFFF:
-        raise ToshiExportError(f"animation channel of bone {name!r} has {len(times)} keys (at most 65535)")
+        raise ExportError(f"animation channel of bone {name!r} has {len(times)} keys (at most 65535)")
     keys = np.zeros(len(times), tmd_format.KEY_DTYPE)
     if (
         len(stored_times) == len(times)
@@ -868,7 +864,7 @@ def _sphere(meshes: list[tmd_format.Mesh]) -> np.ndarray:
 
 def _material_field(scene: Scene, mesh: Mesh, slot: int) -> bytes:
     if not mesh.materials or slot >= len(mesh.materials):
-        raise ToshiExportError(f"mesh {mesh.name!r} has no material (every TMD mesh names one)")
+        raise ExportError(f"mesh {mesh.name!r} has no material (every TMD mesh names one)")
     material = scene.materials[mesh.materials[slot]]
     raw = mesh.extras.get("material_field")
     if raw and len(mesh.materials) == 1 and tml_format.decode_name(raw) == material.name and len(raw) == 32:
@@ -876,7 +872,7 @@ def _material_field(scene: Scene, mesh: Mesh, slot: int) -> bytes:
     try:
         return tml_format.name_field(material.name)
     except ValueError as e:
-        raise ToshiExportError(f"material name {material.name!r} is longer than 31 bytes") from e
+        raise ExportError(f"material name {material.name!r} is longer than 31 bytes") from e
 
 
 def _per_vertex(layer: SceneLayer | None, triangles: np.ndarray, count: int, width: int) -> np.ndarray | None:
@@ -1142,7 +1138,7 @@ def _pieces(name: str, material_field: bytes, vertices, nodes4, weights4, tris) 
         if not len(strip):
             continue  # only degenerate triangles
         if base + len(used) > MAX_MESH_VERTICES:
-            raise ToshiExportError(
+            raise ExportError(
                 f"mesh {name!r} needs more than {MAX_MESH_VERTICES} vertices (after splitting it into "
                 f"bone palettes); split it into smaller objects"
             )
@@ -1192,11 +1188,11 @@ def _texture(image: Image, texture_id: int) -> tml_format.Texture:
             **header,
         )
     if image.pixels is None:
-        raise ToshiExportError(f"image {image.name!r} has no pixels to write")
+        raise ExportError(f"image {image.name!r} has no pixels to write")
     pixels = raster.as_rgba(image.pixels)
     height, width = pixels.shape[:2]
     if width > 0xFFFF or height > 0xFFFF:
-        raise ToshiExportError(f"image {image.name!r} is larger than 65535 pixels")
+        raise ExportError(f"image {image.name!r} is larger than 65535 pixels")
     fmt = int(fmt) if fmt is not None and int(fmt) in tml_format.FORMAT_NAMES else 0
     if "order" in e:  # a library texture whose stored data no longer holds its pixels: they were edited
         fmt = 0  # RGBA8888 keeps what was painted; the file's format (DXT, 16-bit) would not
@@ -1219,7 +1215,7 @@ def _tml_out(scene: Scene) -> tml_format.TML:
     for material in materials:
         key = tml_format.sort_key(material.name)
         if key in keyed:
-            raise ToshiExportError(f"materials {keyed[key]!r} and {material.name!r} differ only in case")
+            raise ExportError(f"materials {keyed[key]!r} and {material.name!r} differ only in case")
         keyed[key] = material.name
     # Textures: the imported ones in their order, then new ones (ids above, written first: descending ids).
     wanted = sorted(
@@ -1258,13 +1254,13 @@ def _tml_out(scene: Scene) -> tml_format.TML:
             try:
                 raw = tml_format.name_field(material.name)
             except ValueError as err:
-                raise ToshiExportError(f"material name {material.name!r} is longer than 31 bytes") from err
+                raise ExportError(f"material name {material.name!r} is longer than 31 bytes") from err
         ids = [texture_id[slot.image] for slot in material.textures]
         stored = [int(t) for t in e.get("texture_ids", [])]
         if stored and [t for t in stored if t in known_ids] == ids:
             ids = stored
         if len(ids) > MAX_TEXTURES_PER_MATERIAL:
-            raise ToshiExportError(f"material {material.name!r} has {len(ids)} textures (at most 4)")
+            raise ExportError(f"material {material.name!r} has {len(ids)} textures (at most 4)")
         record_id = int(e["id"]) if keep_order and "id" in e else position
         names.append(raw)
         records.append(tml_format.Material(record_id, int(e.get("flags", 0)), ids))

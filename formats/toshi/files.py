@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ExportError
 from ..files import files_in, read_bytes, write_files
 from ..options import Panel, option, oriented
 from ..scene import Scene
@@ -225,7 +226,7 @@ def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
     folder = os.path.dirname(os.path.abspath(path))
     if options.tkl_mode == "NEW":
         if not options.new_tkl_name:
-            raise convert.ToshiExportError("give the new keyframe library a name")
+            raise ExportError("give the new keyframe library a name")
         base, name = None, options.new_tkl_name
     else:
         name = library_name(scene.extras) or os.path.splitext(os.path.basename(path))[0][:7]

@@ -1,8 +1,8 @@
 """A Tamsoft model on disk without Blender: bare or in its CAT, names files, writing it back."""
 
 import pytest
-from retro_models.formats.errors import FormatError
-from retro_models.formats.tamsoft import convert, files
+from retro_models.formats.errors import ExportError, FormatError
+from retro_models.formats.tamsoft import files
 from tamsoft_fixtures import cat_bytes, tmd0_bytes
 
 
@@ -43,6 +43,6 @@ def test_load_then_save_gives_the_files_back(tmp_path):
 def test_a_bare_model_cannot_go_into_a_cat(tmp_path):
     (tmp_path / "model.tmd").write_bytes(tmd0_bytes())
     scene = files.load(str(tmp_path / "model.tmd"), files.ImportOptions())
-    with pytest.raises(convert.TamsoftExportError, match="not imported from a CAT"):
+    with pytest.raises(ExportError, match="not imported from a CAT"):
         files.save(scene, str(tmp_path / "model_mdl_00.cat"), files.ExportOptions())
     assert not (tmp_path / "model_mdl_00.cat").exists()

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from retro_models.formats import extras
-from retro_models.formats.errors import FormatError
+from retro_models.formats.errors import ExportError, FormatError
 from retro_models.formats.tamsoft import cat, convert, inspect, names, tmd0
 from tamsoft_fixtures import (
     BONE_HEADS,
@@ -424,12 +424,12 @@ def test_texture_payloads_keep_unchanged_and_encode_edited():
 
 def test_texture_payloads_refuse_what_the_cat_cannot_hold():
     images = textured_scene([b"GXT\0" + bytes(12), b"GXT\0" + bytes(12)]).images
-    with pytest.raises(convert.TamsoftExportError, match="2 images.*missing"):
+    with pytest.raises(ExportError, match="2 images.*missing"):
         convert.texture_payloads(images, 3)
     images[1].pixels, images[1].source_bytes = np.zeros((2, 2, 4), np.uint8), None
-    with pytest.raises(convert.TamsoftExportError, match="'t1' was edited but its GXT"):
+    with pytest.raises(ExportError, match="'t1' was edited but its GXT"):
         convert.texture_payloads(images, 2)
-    with pytest.raises(convert.TamsoftExportError, match="'t1' has no place in the texture CAT"):
+    with pytest.raises(ExportError, match="'t1' has no place in the texture CAT"):
         convert.texture_payloads(images, 1)
 
 

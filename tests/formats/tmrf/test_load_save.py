@@ -4,6 +4,7 @@ skeleton, and the options reaching the writer."""
 import numpy as np
 import pytest
 import tmrf_fixtures as fx
+from retro_models.formats.errors import ExportError
 from retro_models.formats.scene import Skeleton
 from retro_models.formats.tmrf import convert, files, media
 
@@ -35,7 +36,7 @@ def test_load_then_save_gives_the_file_back(tmp_path):
 def test_options_that_do_not_go_together_write_nothing(tmp_path):
     (tmp_path / "model.tpak").write_bytes(fx.full_file())
     scene = files.load(str(tmp_path / "model.tpak"), files.ImportOptions())
-    with pytest.raises(files.TMRFExportError, match="need compressed normals"):
+    with pytest.raises(ExportError, match="need compressed normals"):
         files.save(scene, str(tmp_path / "bad.tpak"), files.ExportOptions(normals="NONE", tangents="HIGH"))
     assert not (tmp_path / "bad.tpak").exists()
 

@@ -8,7 +8,7 @@ import demo_creature
 import numpy as np
 import pytest
 from retro_models.formats import extras
-from retro_models.formats.errors import FormatError
+from retro_models.formats.errors import ExportError, FormatError
 from retro_models.formats.scene import Channel, Layer, Mesh, Scene, Skeleton, axis_matrix
 from retro_models.formats.toshi import convert, strips, tkl, tmd, tml
 from toshi_fixtures import POSITIONS, ROTATIONS, tkl_bytes, tmd_bytes, tml_bytes
@@ -267,18 +267,18 @@ def test_export_errors_name_the_object():
     scene = demo_creature.demo_scene()
     bad = copy.deepcopy(scene)
     bad.skeletons[0].bone_names[3] = "a_very_long_bone_name"
-    with pytest.raises(convert.ToshiExportError, match="a_very_long_bone_name"):
+    with pytest.raises(ExportError, match="a_very_long_bone_name"):
         convert.from_scene(bad)
     bad = copy.deepcopy(scene)
     bad.animations[0].name = "walk_cycle_number_one"
-    with pytest.raises(convert.ToshiExportError, match="walk_cycle_number_one"):
+    with pytest.raises(ExportError, match="walk_cycle_number_one"):
         convert.from_scene(bad)
     bad = copy.deepcopy(scene)
     bad.materials[0].name = "m" * 32
-    with pytest.raises(convert.ToshiExportError, match="m" * 32):
+    with pytest.raises(ExportError, match="m" * 32):
         convert.from_scene(bad)
     big = _skinned_strip_scene(bones=2, quads=17000)
-    with pytest.raises(convert.ToshiExportError, match="ribbon"):
+    with pytest.raises(ExportError, match="ribbon"):
         convert.from_scene(big)
 
 
