@@ -109,15 +109,16 @@ def textures_every_gx_format(folder):
         data = dds.encode(rng.integers(0, 256, (8, 8, 4), np.uint8), fmt)
         decoded = dds.read(data).decode()
         images.append(sc.Image(f"dds_{fmt}", decoded, 8, 8, source_bytes=data, source_format=fmt))
-    corpus = folder / "mygalaxyicon.tpl"
-    try:
-        corpus = corpus_file("tpl/mygalaxyicon.tpl")
-    except pytest.skip.Exception:
-        corpus = None
-    if corpus is not None:
-        for i, entry in enumerate(tpl_format.read(corpus.read_bytes(), str(corpus)).images):
-            pixels = entry.decode()
-            images.append(sc.Image(f"tpl_{i}", pixels, pixels.shape[1], pixels.shape[0]))
+    build_scene(sc.Scene(name="textures", images=images), bpy.context)
+
+
+def textures_corpus_tpl(folder):
+    """The real TPL's images, decoded into Blender images."""
+    path = corpus_file("tpl/mygalaxyicon.tpl")
+    images = []
+    for i, entry in enumerate(tpl_format.read(path.read_bytes(), str(path)).images):
+        pixels = entry.decode()
+        images.append(sc.Image(f"tpl_{i}", pixels, pixels.shape[1], pixels.shape[0]))
     build_scene(sc.Scene(name="textures", images=images), bpy.context)
 
 
@@ -137,6 +138,7 @@ CASES = {
     "j3d_btp_grandstarget": _j3d_material_animation("grandstarget.btp", textures_file="j3d/driver.bmd"),
     "j3d_bmt_then_btp": j3d_bmt_then_btp,
     "textures_every_gx_format": textures_every_gx_format,
+    "textures_corpus_tpl": textures_corpus_tpl,
 }
 
 
