@@ -73,7 +73,7 @@ def read(data: bytes, filename: str = "<bytes>") -> CAT:
         if not previous <= offset <= len(data):
             raise r.error(f"payload {i} starts at {offset}, outside {previous}..{len(data)}", 4 + 4 * i)
         previous = offset
-    ends = offsets[1:] + [len(data)]
+    ends = offsets[1:] + [len(data)] if offsets else []  # a CAT may hold no payload at all
     first = offsets[0] if offsets else len(data)
     payloads = [data[start:end] for start, end in zip(offsets, ends, strict=True)]
     return CAT(endian, header_size, data[table_end:first], payloads)

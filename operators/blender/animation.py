@@ -291,6 +291,8 @@ def _spread_channel(channel: Channel) -> Channel:
 
 def _keys(channel: Channel):
     times = np.asarray(channel.times, np.float64)
+    if not len(times):  # a channel without keys (legal in some files) keys nothing
+        return times, np.zeros((0, 1))
     values = np.asarray(channel.values, np.float64).reshape(len(times), -1)
     return times, values
 

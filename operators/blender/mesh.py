@@ -166,6 +166,8 @@ def add_vertex_groups(obj, bone_names: list[str], joints: np.ndarray, weights: n
     joints, weights = joints.ravel(), weights.ravel()
     used = (weights > 0) & (joints >= 0) & (joints < len(bone_names))
     vertex, joints, weights = vertex[used], joints[used], weights[used]
+    if not len(vertex):  # nothing weighted: no group to make
+        return
     # One sort on (bone, weight bits): positive float32 bits sort like the floats; vertices stay in order.
     key = (joints << 32) | weights.view(np.uint32).astype(np.int64)
     order = np.argsort(key, kind="stable")

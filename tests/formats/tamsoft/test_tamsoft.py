@@ -437,3 +437,10 @@ def test_texture_cat_name_follows_the_model_name(tmp_path):
     assert cat.texture_cat_name(tmp_path / "asuka_MDL_00.cat") == tmp_path / "asuka_TEX_00.cat"
     assert cat.texture_cat_name(tmp_path / "out.cat") is None
     assert cat.texture_cat_path(tmp_path / "asuka_mdl_00.cat") is None  # not there
+
+
+def test_a_cat_without_payloads_reads_as_empty():
+    import struct
+
+    empty = cat.read(struct.pack("<II", 0x40, 0xFFFFFFFF), "empty.cat")
+    assert empty.payloads == [] and cat.write(empty) == struct.pack("<II", 0x40, 0xFFFFFFFF)
