@@ -56,7 +56,6 @@ bench: $(VENV)/.stamp
 	$(VENV)/bin/python bench/bench_toshi_format.py
 	$(VENV)/bin/python bench/bench_build.py
 	$(VENV)/bin/python bench/bench_textures.py
-	$(VENV)/bin/python bench/bench_gxt.py
 
 fuzz: $(VENV)/.stamp
 	$(FUZZ) --minutes $(FUZZ_MINUTES)

@@ -17,6 +17,7 @@ from retro_models.formats.ttyd import convert
 from retro_models.formats.ttyd import model as fmt
 from retro_models.formats.ttyd.evaluate import Evaluator, world_matrices
 from support import data_counts
+from ttyd_support import evaluated_positions
 
 TOLERANCE = 1e-4
 BODY_NODE = 24
@@ -104,15 +105,6 @@ def test_bad_files_report_and_leave_the_scene_unchanged(empty_scene, tmp_path):
             bpy.ops.import_scene.ttyd_model(filepath=str(tmp_path / name))
         assert name in str(error.value) and "offset" in str(error.value)
         assert data_counts() == before, name
-
-
-def evaluated_positions(obj) -> np.ndarray:
-    evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
-    mesh = evaluated.to_mesh()
-    co = np.empty(len(mesh.vertices) * 3, np.float32)
-    mesh.vertices.foreach_get("co", co)
-    evaluated.to_mesh_clear()
-    return co.reshape(-1, 3)
 
 
 def test_pose_matches_the_game_evaluator(imported):
