@@ -145,6 +145,10 @@ class TextureSlot:
     translate: tuple[float, float] = (0.0, 0.0)
     rotate: float = 0.0  # radians
     scale: tuple[float, float] = (1.0, 1.0)
+    # The point rotation and scale apply about, ``uv' = S·R·(uv − c) + c + t``; None: Blender's
+    # Mapping order about the origin (scale, rotate, translate).
+    center: tuple[float, float] | None = None
+    interpolation: str = "Linear"  # Linear, Closest (Blender's image interpolation names)
     extras: Extras = field(default_factory=dict)
 
 
@@ -155,6 +159,11 @@ class Material:
     textures: list[TextureSlot] = field(default_factory=list)
     alpha_mode: str = "OPAQUE"  # OPAQUE, CLIP, BLEND
     backface_culling: bool = False
+    alpha_threshold: float = 0.5  # CLIP: alpha shows above it
+    vertex_color: str = ""  # a colour layer multiplying the base colour and alpha ("" for none)
+    tint_texture: bool = False  # the base colour multiplies the base texture (else the texture replaces it)
+    additive: bool = False  # BLEND adds the surface onto what is behind it
+    unlit: bool = False  # the colour shows as is, without lighting
     extras: Extras = field(default_factory=dict)
 
 

@@ -33,7 +33,14 @@ def test_model_materials_with_their_textures(driver):
     image = scene.images[body.textures[0].image]
     assert image.pixels.shape == (128, 256, 4) and image.source_format == "CMPR"
     assert driver.tex1.names[image.extras["tex1_index"]] == "mario_all"
-    assert len(scene.images) == 3  # shared textures appear once; unused ones not at all
+    # Every TEX1 texture, in TEX1 order (a BTP may show any of them); shared texels decoded once.
+    assert [i.extras["tex1_index"] for i in scene.images] == list(range(len(driver.tex1.headers)))
+    shared = driver.tex1.data_positions()
+    first = {int(p): i for i, p in reversed(list(enumerate(shared)))}
+    for i, position in enumerate(shared):
+        same = scene.images[first[int(position)]]
+        if scene.images[i].width == same.width and scene.images[i].source_format == same.source_format:
+            assert scene.images[i].pixels is same.pixels
     record = body.extras["mat3"]
     assert len(record["tev_stages"]) == 16 and "blend" in record
 
