@@ -12,13 +12,14 @@ import bpy
 from ..formats.j3d.bpk import COLOR_RANGE as MATERIAL_COLOR_RANGE
 from ..formats.j3d.brk import KONST_RANGE, REGISTER_RANGE
 from .blender import hooks, props
-from .blender.material import principled, socket
+from .blender.material import MATERIAL_COLOR, color_input, multiply_into, principled, socket
 
 # The range the game clamps each colour slot to.
 _COLOR_RANGES = {"register": REGISTER_RANGE, "konst": KONST_RANGE, "material": MATERIAL_COLOR_RANGE}
-# What the game makes of a keyed value v (colour / 255): clamped, truncated to an integer. A key's
-# float32 value can sit a hair below its integer, so values within 0.001 of the next one count as it.
-_COLOR_EXPRESSION = "trunc(clamp(v * 255, {}, {}) + (0.001 if v > 0 else -0.001)) / 255"
+# What the game makes of a keyed value v (colour / 255): clamped, truncated towards zero. Blender
+# keeps v in float32, which can put an integer key k at k·(1 − 2⁻²⁴); scaling by one float32 unit
+# more (255·(1 + 2⁻²³)) gives it back as k, and moves no value by more than the float32 error.
+_COLOR_EXPRESSION = "trunc(clamp(v * 255.0000304, {}, {})) / 255"
 
 
 @hooks.material_channel(r"color\.(register|konst|material)(\d*)")
@@ -31,10 +32,11 @@ def color_slot_nodes(material, channel, match) -> None:
     (register colours can): it shows 0, what the game's final clamp makes of a negative tint.
 
     Wiring, the game's most common use of each slot: the material colour (BPK, MAT1 material colour
-    0) multiplies what feeds the Base Color (the texture; with nothing linked it replaces the static
-    colour), and its alpha the Alpha (only when the material is not opaque or Alpha is linked: blending
+    0) feeds the "Material Color" node tinting the texture when the material has one, else multiplies
+    what feeds the surface colour (``color_input``: Base Color, or Emission Color when unlit; with
+    nothing linked it replaces the static colour), and its alpha the Alpha (only when the material is not opaque or Alpha is linked: blending
     off, the game shows no alpha). The first TEV register or konst colour animated on a material (a
-    BRK's registers come before its konsts) tints the Base Color (Multiply, named "J3D tint"); the
+    BRK's registers come before its konsts) tints the surface colour (Multiply, named "J3D tint"); the
     other slots and register / konst alphas stay unwired (the TEV stages that use them are not built).
     """
     tree = material.node_tree
@@ -62,42 +64,17 @@ def color_slot_nodes(material, channel, match) -> None:
         driver.expression = expression
     bsdf = principled(tree)
     if kind == "material":
-        _multiply_into(tree, bsdf.inputs["Base Color"], color.outputs[0], keep_default=False)
+        tint = tree.nodes.get(MATERIAL_COLOR)
+        if tint is not None:  # the animated colour replaces the static one
+            tree.links.new(color.outputs[0], socket(tint.inputs, "B_Color"))
+        else:
+            multiply_into(tree, color_input(material), color.outputs[0], keep_default=False)
         target = bsdf.inputs["Alpha"]
         if (
             target.links and target.links[0].from_node.name == "Alpha Clip"
         ):  # the game compares the final alpha
             target = target.links[0].from_node.inputs[0]
         if target.links or material.get(props.ALPHA_MODE, "OPAQUE") != "OPAQUE":
-            _multiply_into(tree, target, alpha.outputs[0], keep_default=False)
+            multiply_into(tree, target, alpha.outputs[0], keep_default=False)
     elif tree.nodes.get("J3D tint") is None:
-        _multiply_into(tree, bsdf.inputs["Base Color"], color.outputs[0], keep_default=True).name = "J3D tint"
-
-
-def _multiply_into(tree, target, output, keep_default: bool):
-    """Feed ``target`` with ``output`` times what fed it: its link, else (``keep_default``) its own value.
-
-    The Multiply node made (None when ``output`` simply replaces an unlinked default).
-    """
-    source = target.links[0].from_socket if target.links else None
-    if source is None and not keep_default:
-        tree.links.new(output, target)
-        return None
-    if target.type == "RGBA":
-        node = tree.nodes.new("ShaderNodeMix")
-        node.data_type, node.blend_type = "RGBA", "MULTIPLY"
-        socket(node.inputs, "Factor_Float").default_value = 1.0
-        first, second = socket(node.inputs, "A_Color"), socket(node.inputs, "B_Color")
-        result = socket(node.outputs, "Result_Color")
-    else:
-        node = tree.nodes.new("ShaderNodeMath")
-        node.operation = "MULTIPLY"
-        first, second, result = node.inputs[0], node.inputs[1], node.outputs[0]
-    node.location = (output.node.location.x + 600, output.node.location.y)
-    if source is None:
-        first.default_value = target.default_value
-    else:
-        tree.links.new(source, first)
-    tree.links.new(output, second)
-    tree.links.new(result, target)
-    return node
+        multiply_into(tree, color_input(material), color.outputs[0], keep_default=True).name = "J3D tint"

@@ -73,6 +73,8 @@ def build_material(material: Material, images, scene_images, animated_slots, ani
     blender_material[props.ALPHA_MODE] = material.alpha_mode
     blender_material.use_backface_culling = material.backface_culling
     props.set_extras(blender_material, material.extras)
+    if material.unlit:
+        _make_unlit(blender_material, bsdf, material.base_color)
     linked: set[str] = set()
     for i, slot in enumerate(material.textures):
         node = _texture_node(tree, i, slot, images[slot.image])
@@ -80,8 +82,98 @@ def build_material(material: Material, images, scene_images, animated_slots, ani
         vector = _slot_vector(tree, i, slot, node.location.y, mapped)
         if vector is not None:
             tree.links.new(vector, node.inputs["Vector"])
+        if slot.center is not None:
+            _main, rotation, _center = slot_mapping(tree, i, slot.center)
+            rotation.inputs["Rotation"].default_value = (0.0, 0.0, slot.rotate)
         _link_role(tree, bsdf, node, slot.role, material, scene_images[slot.image], linked)
+    if material.tint_texture and "base_color" in linked:
+        tint = multiply_into(tree, color_input(blender_material), None, keep_default=False)
+        tint.name = tint.label = MATERIAL_COLOR
+        socket(tint.inputs, "B_Color").default_value = material.base_color
+    if material.vertex_color:
+        _multiply_vertex_color(blender_material, bsdf, material)
+    if material.additive:
+        _make_additive(tree, bsdf)
     return blender_material
+
+
+UNLIT = "unlit"  # material: the colour shows through the Emission input, without lighting
+MATERIAL_COLOR = "Material Color"  # Multiply node: the base colour tinting the base texture
+VERTEX_COLOR = "Vertex Color"  # Color Attribute node multiplying the base colour and alpha
+ADDITIVE = "Additive"  # Add Shader: the surface added onto what is behind it
+
+
+def color_input(material) -> bpy.types.NodeSocket:
+    """The socket the material's surface colour flows into: Base Color, or Emission Color when unlit."""
+    return principled(material.node_tree).inputs["Emission Color" if material.get(UNLIT) else "Base Color"]
+
+
+def _make_unlit(material, bsdf, color) -> None:
+    """Unlit: black diffuse and no specular, the colour as emission (Principled keeps its alpha)."""
+    material[UNLIT] = True
+    bsdf.inputs["Base Color"].default_value = (0.0, 0.0, 0.0, 1.0)
+    bsdf.inputs["Specular IOR Level"].default_value = 0.0
+    bsdf.inputs["Emission Color"].default_value = color
+    bsdf.inputs["Emission Strength"].default_value = 1.0
+
+
+def _multiply_vertex_color(material, bsdf, scene_material: Material) -> None:
+    tree = material.node_tree
+    node = tree.nodes.new("ShaderNodeVertexColor")
+    node.name = node.label = VERTEX_COLOR
+    node.layer_name = scene_material.vertex_color
+    node.location = (-700, 600)
+    multiply_into(tree, color_input(material), node.outputs["Color"], keep_default=True)
+    if scene_material.alpha_mode != "OPAQUE":
+        alpha = bsdf.inputs["Alpha"]
+        if alpha.links and alpha.links[0].from_node.name == "Alpha Clip":  # the game compares the final alpha
+            alpha = alpha.links[0].from_node.inputs[0]
+        multiply_into(tree, alpha, node.outputs["Alpha"], keep_default=True)
+
+
+def _make_additive(tree, bsdf) -> None:
+    """The surface added onto what is behind it: Principled plus a clear Transparent BSDF."""
+    output = next(n for n in tree.nodes if n.type == "OUTPUT_MATERIAL")
+    add = tree.nodes.new("ShaderNodeAddShader")
+    add.name = add.label = ADDITIVE
+    add.location = (output.location.x, output.location.y - 200)
+    clear = tree.nodes.new("ShaderNodeBsdfTransparent")
+    clear.location = (add.location.x - 250, add.location.y - 150)
+    tree.links.new(bsdf.outputs[0], add.inputs[0])
+    tree.links.new(clear.outputs[0], add.inputs[1])
+    tree.links.new(add.outputs[0], output.inputs["Surface"])
+
+
+def multiply_into(tree, target, output, keep_default: bool):
+    """Feed ``target`` with ``output`` times what fed it: its link, else (``keep_default``) its own value.
+
+    The Multiply node made (None when ``output`` simply replaces an unlinked default). ``output``
+    None leaves the second factor unlinked (its value set by the caller).
+    """
+    source = target.links[0].from_socket if target.links else None
+    if source is None and not keep_default:
+        tree.links.new(output, target)
+        return None
+    if target.type == "RGBA":
+        node = tree.nodes.new("ShaderNodeMix")
+        node.data_type, node.blend_type = "RGBA", "MULTIPLY"
+        socket(node.inputs, "Factor_Float").default_value = 1.0
+        first, second = socket(node.inputs, "A_Color"), socket(node.inputs, "B_Color")
+        result = socket(node.outputs, "Result_Color")
+    else:
+        node = tree.nodes.new("ShaderNodeMath")
+        node.operation = "MULTIPLY"
+        first, second, result = node.inputs[0], node.inputs[1], node.outputs[0]
+    anchor = (output or target).node.location
+    node.location = (anchor.x + 600 * (output is not None) - 250 * (output is None), anchor.y)
+    if source is None:
+        first.default_value = target.default_value
+    else:
+        tree.links.new(source, first)
+    if output is not None:
+        tree.links.new(output, second)
+    tree.links.new(result, target)
+    return node
 
 
 def _texture_node(tree, i: int, slot: TextureSlot, image):
@@ -90,6 +182,7 @@ def _texture_node(tree, i: int, slot: TextureSlot, image):
     node.location = (-700, 300 - 320 * i)
     node.image = image
     node.extension = _WRAP_TO_EXTENSION.get(slot.wrap_s, "REPEAT")
+    node.interpolation = slot.interpolation
     node[props.SLOT] = {
         "index": i,
         "role": slot.role,
@@ -99,6 +192,7 @@ def _texture_node(tree, i: int, slot: TextureSlot, image):
         "translate": list(slot.translate),
         "rotate": slot.rotate,
         "scale": list(slot.scale),
+        "center": None if slot.center is None else list(slot.center),
     }
     props.set_extras(node, slot.extras)
     return node
@@ -134,13 +228,15 @@ def _link_role(tree, bsdf, node, role, material, scene_image, linked):
     if role in linked:
         return
     if role == "base_color":
-        tree.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
+        tree.links.new(
+            node.outputs["Color"], bsdf.inputs["Emission Color" if material.unlit else "Base Color"]
+        )
         has_alpha = scene_image.pixels is not None and bool((scene_image.pixels[..., 3] < 255).any())
         if material.alpha_mode == "CLIP":
             clip = tree.nodes.new("ShaderNodeMath")
             clip.name = clip.label = "Alpha Clip"
             clip.operation = "GREATER_THAN"
-            clip.inputs[1].default_value = 0.5
+            clip.inputs[1].default_value = material.alpha_threshold
             clip.location = (-250, node.location.y - 200)
             tree.links.new(node.outputs["Alpha"], clip.inputs[0])
             tree.links.new(clip.outputs["Value"], bsdf.inputs["Alpha"])
@@ -345,8 +441,11 @@ def extract_material(material, images) -> Material:
     tree = material.node_tree
     bsdf = next((n for n in tree.nodes if n.type == "BSDF_PRINCIPLED"), None) if tree else None
     base_color = tuple(material.diffuse_color)
-    if bsdf is not None:
-        base_color = tuple(float(c) for c in bsdf.inputs["Base Color"].default_value)
+    tint = tree.nodes.get(MATERIAL_COLOR) if tree else None
+    if tint is not None:
+        base_color = tuple(float(c) for c in socket(tint.inputs, "B_Color").default_value)
+    elif bsdf is not None:
+        base_color = tuple(float(c) for c in color_input(material).default_value)
     stored_mode = material.get(props.ALPHA_MODE, "OPAQUE")
     if material.surface_render_method == "BLENDED":
         alpha_mode = "BLEND"
@@ -357,10 +456,18 @@ def extract_material(material, images) -> Material:
         base_color=base_color,
         alpha_mode=alpha_mode,
         backface_culling=material.use_backface_culling,
+        unlit=bool(material.get(UNLIT, False)),
         extras=props.get_extras(material),
     )
     if tree is None:
         return result
+    clip, vertex_color = tree.nodes.get("Alpha Clip"), tree.nodes.get(VERTEX_COLOR)
+    if clip is not None and clip.type == "MATH":
+        result.alpha_threshold = float(clip.inputs[1].default_value)
+    if vertex_color is not None and vertex_color.type == "VERTEX_COLOR":
+        result.vertex_color = vertex_color.layer_name
+    result.tint_texture = tint is not None
+    result.additive = any(n.type == "ADD_SHADER" and n.name == ADDITIVE for n in tree.nodes)
     nodes = [
         n
         for n in tree.nodes
@@ -374,30 +481,57 @@ def extract_material(material, images) -> Material:
 def _texture_slot(node, images, tree) -> TextureSlot:
     stored = props.to_python(node[props.SLOT]) if props.SLOT in node else {}
     slot = TextureSlot(
-        images.add(node.image), role=stored.get("role") or _role(node), extras=props.get_extras(node)
+        images.add(node.image),
+        role=stored["role"] if "role" in stored else _role(node),
+        extras=props.get_extras(node),
     )
     if _WRAP_TO_EXTENSION.get(stored.get("wrap_s")) == node.extension:
         slot.wrap_s, slot.wrap_t = stored["wrap_s"], stored.get("wrap_t", stored["wrap_s"])
     else:
         slot.wrap_s = slot.wrap_t = _EXTENSION_TO_WRAP[node.extension]
     source = node.inputs["Vector"].links[0].from_node if node.inputs["Vector"].links else None
+    slot.interpolation = node.interpolation
     if source is not None and source.type == "MAPPING":
         animated = compat.animated_paths(tree)
 
-        def rest_value(socket_name: str, key: str, components: list[int]) -> list[float]:
+        def rest_value(mapping, socket_name: str, key: str, components: list[int]) -> list[float]:
             """The socket's value, or the stored rest value while an animation drives the socket."""
-            input_socket = source.inputs[socket_name]
+            input_socket = mapping.inputs[socket_name]
             if f"{input_socket.path_from_id()}.default_value" in animated and key in stored:
                 return stored[key] if isinstance(stored[key], list) else [stored[key]]
             return [float(input_socket.default_value[i]) for i in components]
 
-        slot.translate = tuple(rest_value("Location", "translate", [0, 1]))
-        (slot.rotate,) = rest_value("Rotation", "rotate", [2])
-        slot.scale = tuple(rest_value("Scale", "scale", [0, 1]))
-        source = source.inputs["Vector"].links[0].from_node if source.inputs["Vector"].links else None
+        def feeding(mapping):
+            links = mapping.inputs["Vector"].links
+            return links[0].from_node if links else None
+
+        main, rotation = source, source
+        source = feeding(main)
+        center = None
+        if source is not None and source.name == f"{main.name} Rotation":  # about a centre (slot_mapping)
+            rotation, shift = source, feeding(source)
+            if shift is not None and shift.name == f"{main.name} Center":
+                center = [-float(c) for c in shift.inputs["Location"].default_value[:2]]
+                source = feeding(shift)
+        slot.translate = tuple(rest_value(main, "Location", "translate", [0, 1]))
+        if center is not None and "translate" not in _animated_keys(main, animated):
+            slot.translate = (slot.translate[0] - center[0], slot.translate[1] - center[1])
+        (slot.rotate,) = rest_value(rotation, "Rotation", "rotate", [2])
+        slot.scale = tuple(rest_value(main, "Scale", "scale", [0, 1]))
+        slot.center = None if center is None else tuple(center)
     if source is not None and source.type == "UVMAP":
         slot.uv_layer = source.uv_map
     return slot
+
+
+def _animated_keys(mapping, animated) -> set[str]:
+    """Which rest values of a Mapping node an animation drives ("translate", "rotate", "scale")."""
+    names = {"Location": "translate", "Rotation": "rotate", "Scale": "scale"}
+    return {
+        key
+        for name, key in names.items()
+        if f"{mapping.inputs[name].path_from_id()}.default_value" in animated
+    }
 
 
 def _role(node) -> str:

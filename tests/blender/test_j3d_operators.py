@@ -21,6 +21,7 @@ from retro_models.formats import scene as sc
 from retro_models.formats.j3d import bck, bmt, bpk, brk, btk, btp, evaluate
 from retro_models.formats.j3d.container import track_keys
 from retro_models.operators.blender import compat, props
+from retro_models.operators.blender.material import slot_image_node
 from support import corpus_file, corpus_files, data_counts
 
 PATHS = ("scale", "rotation_euler", "location")  # BCK components
@@ -134,6 +135,17 @@ def shown_color(tree, kind, slot):
     return np.array([*rgb, alpha], np.float64) * 255
 
 
+def assert_shows_the_game(shown, game, raw, tracks, bank_of, frame, where):
+    """The colour a slot shows is the game's (clamped, truncated) at every key frame, and between keys
+    wherever the game's curve is not within float32 reach of an integer (Blender evaluates its
+    curves in float32: there a value the game puts on an integer can fall a hair either side)."""
+    for c in range(4):
+        at_key = frame in track_keys(tracks[c], bank_of(c)).times
+        near_integer = abs(raw[c] - round(raw[c])) < 1e-4
+        step = 1.0 if near_integer and not at_key else 0.0
+        assert abs(shown[c] - game[c]) <= step + 255e-4, (where, frame, c, shown[c], game[c])
+
+
 def feeding(socket):
     """The node linked into ``socket``."""
     return socket.links[0].from_node
@@ -172,7 +184,11 @@ def test_brk_colours_follow_the_game(empty_scene, capfd, name):
                 # The RGB node cannot hold a negative: a negative tint shows black, as the game's clamp makes it.
                 game = expected[label][f, n].astype(np.float64)
                 game[:3] = np.maximum(game[:3], 0)
-                assert np.abs(shown_color(tree, label, int(slot)) - game).max() < 255e-4, (label, name, frame)
+                shown = shown_color(tree, label, int(slot))
+                banks = group.banks
+                assert_shows_the_game(
+                    shown, game, raw[f, n], tracks[n], banks.__getitem__, frame, (label, name)
+                )
     # The first slot animated on each material tints the texture; the others are shown but not wired.
     first: dict[str, str] = {}
     for label, group in (("register", model.register), ("konst", model.konst)):
@@ -210,7 +226,11 @@ def test_bpk_colours_follow_the_game(empty_scene, textures):
             tree = materials[name].node_tree
             found = np.array(tree["color.material"]) * 255
             assert np.abs(found - raw[f, n]).max() < 1e-3
-            assert np.abs(shown_color(tree, "material", 0) - expected[f, n]).max() < 255e-4, (name, frame)
+            shown = shown_color(tree, "material", 0)
+            banks = model.banks
+            assert_shows_the_game(
+                shown, expected[f, n], raw[f, n], model.tracks[n], banks.__getitem__, frame, name
+            )
     for material in materials.values():
         tree = material.node_tree
         bsdf = principled(tree)
@@ -306,9 +326,12 @@ def test_bmt_updates_materials_by_name_and_creates_the_others(empty_scene, tmp_p
     updated = obj.material_slots[0].material
     assert updated.name == "mario_all_tx" and "mario_all_tx.001" not in bpy.data.materials
     assert updated.use_backface_culling
-    images = [n.image.name for n in updated.node_tree.nodes if n.type == "TEX_IMAGE"]
-    assert images[0] == "mario_all" and bpy.data.images["mario_all"].size[:] == (256, 128)
-    assert bpy.data.images["mario_all"].packed_file is not None
+    image = slot_image_node(updated.node_tree, 0).image
+    # TEX1 names "mario_all" twice (textures 0 and 10, the same texels); the material uses the second.
+    assert image.name.startswith("mario_all") and image.size[:] == (256, 128)
+    assert props.get_extras(image)["tex1_index"] == 10 and image.packed_file is not None
+    indices = sorted(props.get_extras(i).get("tex1_index", -1) for i in bpy.data.images)
+    assert indices[-11:] == list(range(11))  # every TEX1 texture, for a BTP to show
     assert "mat3" in props.get_extras(updated)
     assert "mario_eye_tx" in bpy.data.materials
 
