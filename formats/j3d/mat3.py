@@ -116,7 +116,13 @@ def read_mat3(data: bytes, offset: int, size: int, filename: str) -> MAT3:
     r.seek(offset + 8)
     count, marker = r.unpack("HH", "MAT3 header")
     offsets = r.unpack("30I", "MAT3 table offsets")
-    present = sorted((o, i) for i, o in enumerate(offsets) if o)
+    # An unused table may share the offset of the next one (lights the texgen counts'); tables at one
+    # offset hold no bytes but the last. The indirect table, which comes after the name table in the
+    # header, shares the name table's offset in files from before indirect texturing: it goes first.
+    indirect = TABLES.index("indirect")
+    present = sorted(
+        ((o, i) for i, o in enumerate(offsets) if o), key=lambda p: (p[0], p[1] != indirect, p[1])
+    )
     spans: dict[str, tuple[int, int]] = {}
     for k, (start, index) in enumerate(present):
         end = present[k + 1][0] if k + 1 < len(present) else size

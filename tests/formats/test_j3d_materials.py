@@ -2,12 +2,13 @@
 
 import dataclasses
 import math
+import struct
 
 import numpy as np
 import pytest
 from retro_models.formats.errors import FormatError
 from retro_models.formats.j3d import bmt
-from retro_models.formats.j3d.mat3 import write_mat3
+from retro_models.formats.j3d.mat3 import TABLES, read_mat3, write_mat3
 from retro_models.formats.j3d.material_set import bmt_to_scene
 from retro_models.formats.j3d.materials import (
     TABLE_DTYPES,
@@ -185,3 +186,18 @@ def test_a_texgen_index_past_its_table_names_the_material_and_its_place():
 def test_layer_names():
     assert [uv_layer_name(n) for n in range(3)] == ["UVMap", "UVMap.001", "UVMap.002"]
     assert [color_layer_name(n) for n in range(2)] == ["Color", "Color.001"]
+
+
+def test_a_mat3_without_indirect_table_shares_the_name_table_offset():
+    """Files from before indirect texturing give the indirect table the name table's offset."""
+    model = material_set("j3d/kindan_Room0_model3.bdl")
+    tables = {k: v for k, v in model.mat3.tables.items() if k != "indirect"}
+    order = [name for name in model.mat3.order if name != "indirect"]
+    data = bytearray(write_mat3(dataclasses.replace(model.mat3, tables=tables, order=order)))
+    names_at = struct.unpack_from(">I", data, 12 + 4 * TABLES.index("names"))[0]
+    struct.pack_into(">I", data, 12 + 4 * TABLES.index("indirect"), names_at)
+    mat3 = read_mat3(bytes(data), 0, len(data), "old.bmd")
+    assert mat3.names == model.mat3.names and mat3.tables["indirect"] == b""
+    assert write_mat3(mat3) == bytes(data)
+    (material,) = bmt_to_scene(bmt.BMT([mat3, model.tex1])).materials
+    assert "unshown" not in material.extras and material.textures[0].role == "base_color"
