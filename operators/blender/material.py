@@ -5,7 +5,12 @@ A material is a Principled BSDF with one image node per texture slot (numbered i
 names a UV layer and a Mapping node "Mapping <slot>" when the slot has a transform (or is
 animated, or ``animatable_mapping`` asks for one). The first texture of each role feeds the
 BSDF: base colour (its alpha too when the material blends or the image has alpha; through an
-"Alpha Clip" node for CLIP), normal (through a Normal Map node) or emission.
+"Alpha Clip" node for CLIP, above ``alpha_threshold``), normal (through a Normal Map node) or
+emission. The surface colour (``color_input``: Base Color, or Emission Color on a black, specular-free
+BSDF when the material is ``unlit``) is then the base texture times the base colour ("Material
+Color", when ``tint_texture``) times the ``vertex_color`` layer ("Vertex Color", its alpha into the
+Alpha of a material that is not opaque); an ``additive`` material adds the BSDF onto a clear
+Transparent BSDF ("Additive"). A slot with a ``center`` gets the Mapping chain of ``slot_mapping``.
 
 Material channels (``key_channel``; the paths ``formats.scene.Channel`` documents):
 ``texture.<slot>.translate|rotate|scale`` drive that slot's Mapping node (added in front of the
