@@ -173,11 +173,11 @@ class _Entries:
         self.record = mat3.material(slot)
 
     def get(self, field: str, element: int = 0):
-        """The row index ``field`` (its ``element``) selects; None when unused."""
+        """The row index ``field`` (its ``element``) selects; None when unused or the file has no such table."""
         index = int(np.atleast_1d(self.record[field])[element])
-        if index == (0xFF if field in _BYTE_INDEX_FIELDS else NONE):
-            return None
         table_name, what = RECORD_TABLES[field]
+        if index == (0xFF if field in _BYTE_INDEX_FIELDS else NONE) or table_name not in self.mat3.tables:
+            return None
         table = self.tables[table_name]
         if index >= len(table):
             raise FormatError(

@@ -201,3 +201,14 @@ def test_a_mat3_without_indirect_table_shares_the_name_table_offset():
     assert write_mat3(mat3) == bytes(data)
     (material,) = bmt_to_scene(bmt.BMT([mat3, model.tex1])).materials
     assert "unshown" not in material.extras and material.textures[0].role == "base_color"
+
+
+def test_a_table_the_file_leaves_out_counts_as_unused():
+    model = material_set("j3d/kindan_Room0_model3.bdl")
+    mat3 = model.mat3
+    tables = {k: v for k, v in mat3.tables.items() if k not in ("texgens", "color_channels", "blend")}
+    order = [name for name in mat3.order if name in tables or name in ("materials", "remap", "names")]
+    edited = dataclasses.replace(mat3, tables=tables, order=order)
+    (material,) = bmt_to_scene(bmt.BMT([edited, model.tex1])).materials
+    assert material.textures[0].uv_layer == "" and not material.unlit
+    assert material.alpha_mode == "BLEND"  # without a blend table, the translucent mode flag decides
