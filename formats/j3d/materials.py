@@ -38,10 +38,10 @@ NONE = 0xFFFF
 NO_MAP = 0xFF  # TEV order: no texture coordinate / texture map
 
 # GX enumerations the approximation reads (see ../shared/notes/j3d-models.md §8).
-CULL_NONE, CULL_FRONT, CULL_BACK, CULL_ALL = range(4)
-BLEND_NONE, BLEND_BLEND, BLEND_LOGIC, BLEND_SUBTRACT = range(4)
-FACTOR_ZERO, FACTOR_ONE, FACTOR_SRC_ALPHA, FACTOR_INV_SRC_ALPHA = 0, 1, 4, 5
-COMPARE_NEVER, COMPARE_GREATER, COMPARE_LEQUAL, COMPARE_GEQUAL, COMPARE_ALWAYS = 0, 4, 3, 6, 7
+CULL_FRONT, CULL_BACK, CULL_ALL = 1, 2, 3  # 0: none
+BLEND_BLEND = 1  # 0 none, 2 logic, 3 subtract
+FACTOR_ONE, FACTOR_SRC_ALPHA = 1, 4
+COMPARE_LEQUAL, COMPARE_GREATER, COMPARE_GEQUAL, COMPARE_ALWAYS = 3, 4, 6, 7
 ALPHA_OP_AND, ALPHA_OP_OR = 0, 1
 MODE_TRANSLUCENT = 4  # material record flag
 SOURCE_VERTEX = 1  # colour channel material source
@@ -200,7 +200,11 @@ def _alpha_clip(compare) -> float | None:
     tests = [(int(compare["comp0"]), int(compare["ref0"])), (int(compare["comp1"]), int(compare["ref1"]))]
 
     def passes_all(comp, ref):
-        return comp == COMPARE_ALWAYS or (comp == COMPARE_LEQUAL and ref == 255) or (comp == 6 and ref == 0)
+        return (
+            comp == COMPARE_ALWAYS
+            or (comp == COMPARE_LEQUAL and ref == 255)
+            or (comp == COMPARE_GEQUAL and ref == 0)
+        )
 
     if int(compare["op"]) == ALPHA_OP_OR and any(passes_all(*t) for t in tests):
         return None
