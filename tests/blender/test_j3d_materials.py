@@ -251,3 +251,29 @@ def test_a_btp_after_the_material_set_shows_every_texture_it_names(empty_scene, 
             mix = compare.outputs[0].links[0].to_node
             image = next(s for s in mix.inputs if s.identifier == "B_Color").links[0].from_node.image
             assert props.get_extras(image)["tex1_index"] == expected[f, n], (name, frame)
+
+
+def test_a_register_colour_tints_what_an_unlit_material_emits(empty_scene):
+    scene = bmt_to_scene(material_set("j3d-models/BlueStarCupsulePlanet.bdl"), "planet")
+    scene.materials = [m for m in scene.materials if m.name == "BlueStarMat"]
+    (material,) = on_an_object(scene)
+    tree = material.node_tree
+    keys = np.array([[255, 128, 0, 255], [-20, 300, 64, 255]]) / 255
+    channel = sc.Channel("material", material.name, "color.register1", np.array([0.0, 4.0]), keys, "LINEAR")
+    add_animations(
+        sc.Scene("c", animations=[sc.Animation("tint", [channel], frame_end=4.0)]),
+        bpy.context,
+        None,
+        [material],
+        set_frame_rate=False,
+    )
+    bsdf = next(n for n in tree.nodes if n.type == "BSDF_PRINCIPLED")
+    tint = bsdf.inputs["Emission Color"].links[0].from_node
+    assert tint.name == "J3D tint" and not bsdf.inputs["Base Color"].is_linked
+    first = next(s for s in tint.inputs if s.identifier == "A_Color").links[0].from_node
+    assert first == tree.nodes[MATERIAL_COLOR]
+    assert (
+        next(s for s in tint.inputs if s.identifier == "B_Color").links[0].from_node.name == "J3D register 1"
+    )
+    bpy.context.scene.frame_set(2)  # halfway: (117.5, 214, 32) → 117, 214, 32
+    assert shown(tree, "register", 1)[:3] == pytest.approx([117, 214, 32], abs=255e-6)

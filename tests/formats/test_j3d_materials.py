@@ -212,3 +212,27 @@ def test_a_table_the_file_leaves_out_counts_as_unused():
     (material,) = bmt_to_scene(bmt.BMT([edited, model.tex1])).materials
     assert material.textures[0].uv_layer == "" and not material.unlit
     assert material.alpha_mode == "BLEND"  # without a blend table, the translucent mode flag decides
+
+
+@pytest.mark.parametrize(
+    "compare, mode, threshold",
+    [
+        ((7, 0, 1, 7, 0), "OPAQUE", None),  # always
+        ((6, 128, 0, 3, 255), "CLIP", 127.5),  # GEQUAL 128 and LEQUAL 255: the common cutout
+        ((4, 0, 1, 4, 0), "CLIP", 0.5),  # GREATER 0 or GREATER 0
+        ((6, 0, 0, 7, 0), "OPAQUE", None),  # GEQUAL 0 passes everything
+        ((6, 64, 1, 7, 0), "OPAQUE", None),  # … or always
+        ((6, 64, 0, 4, 100), "CLIP", 100.5),  # both must pass: the higher bar
+        ((6, 64, 1, 4, 100), "CLIP", 63.5),  # either passes: the lower bar
+    ],
+)
+def test_alpha_compare_to_alpha_clip(compare, mode, threshold):
+    model = material_set("j3d/kindan_Room0_model3.bdl")
+    model.mat3.materials["flag"][:] = 1  # opaque, so that the compare decides
+    blend = bytes([0, 1, 0, 3]) + model.mat3.tables["blend"][4:]  # no blending
+    entry = bytes(compare) + b"\xff" * 3
+    edited = with_tables(model, blend=blend, alpha_compare=entry + model.mat3.tables["alpha_compare"][8:])
+    (material,) = bmt_to_scene(edited).materials
+    assert material.alpha_mode == mode
+    if threshold is not None:
+        assert material.alpha_threshold == pytest.approx(threshold / 255)
