@@ -164,6 +164,7 @@ class Material:
     tint_texture: bool = False  # the base colour multiplies the base texture (else the texture replaces it)
     additive: bool = False  # BLEND adds the surface onto what is behind it
     unlit: bool = False  # the colour shows as is, without lighting
+    specular: float | None = None  # Principled Specular IOR Level (0: diffuse only); None: Blender's default
     extras: Extras = field(default_factory=dict)
 
 

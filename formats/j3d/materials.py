@@ -304,6 +304,7 @@ def approximate(
         alpha_threshold=threshold if threshold is not None else 0.5,
         additive=additive,
         unlit=channel is not None and not int(channel["lighting"]),
+        specular=0.0,  # GX colour channels add no Principled-like highlight
         extras={"mat3": _record_extras(record)},
     )
     texgen_count = entries.count("texgen_count", 8)

@@ -6,11 +6,12 @@ names a UV layer and a Mapping node "Mapping <slot>" when the slot has a transfo
 animated, or ``animatable_mapping`` asks for one). The first texture of each role feeds the
 BSDF: base colour (its alpha too when the material blends or the image has alpha; through an
 "Alpha Clip" node for CLIP, above ``alpha_threshold``), normal (through a Normal Map node) or
-emission. The surface colour (``color_input``: Base Color, or Emission Color on a black, specular-free
-BSDF when the material is ``unlit``) is then the base texture times the base colour ("Material
-Color", when ``tint_texture``) times the ``vertex_color`` layer ("Vertex Color", its alpha into the
-Alpha of a material that is not opaque); an ``additive`` material adds the BSDF onto a clear
-Transparent BSDF ("Additive"). A slot with a ``center`` gets the Mapping chain of ``slot_mapping``.
+emission. The surface colour (``color_input``: Base Color, or Emission Color on a black BSDF
+when the material is ``unlit``) is then the base texture times the base colour ("Material Color",
+when ``tint_texture``) times the ``vertex_color`` layer ("Vertex Color", its alpha into the Alpha
+of a material that is not opaque); ``specular`` sets the Specular IOR Level; an ``additive``
+material adds the BSDF onto a clear Transparent BSDF ("Additive"). A slot with a ``center`` gets
+the Mapping chain of ``slot_mapping``.
 
 Material channels (``key_channel``; the paths ``formats.scene.Channel`` documents):
 ``texture.<slot>.translate|rotate|scale`` drive that slot's Mapping node (added in front of the
@@ -78,6 +79,8 @@ def build_material(material: Material, images, scene_images, animated_slots, ani
     blender_material[props.ALPHA_MODE] = material.alpha_mode
     blender_material.use_backface_culling = material.backface_culling
     props.set_extras(blender_material, material.extras)
+    if material.specular is not None:
+        bsdf.inputs["Specular IOR Level"].default_value = material.specular
     if material.unlit:
         _make_unlit(blender_material, bsdf, material.base_color)
     linked: set[str] = set()
@@ -106,6 +109,7 @@ UNLIT = "unlit"  # material: the colour shows through the Emission input, withou
 MATERIAL_COLOR = "Material Color"  # Multiply node: the base colour tinting the base texture
 VERTEX_COLOR = "Vertex Color"  # Color Attribute node multiplying the base colour and alpha
 ADDITIVE = "Additive"  # Add Shader: the surface added onto what is behind it
+_DEFAULT_SPECULAR = 0.5  # a new Principled BSDF's Specular IOR Level
 
 
 def color_input(material) -> bpy.types.NodeSocket:
@@ -114,10 +118,9 @@ def color_input(material) -> bpy.types.NodeSocket:
 
 
 def _make_unlit(material, bsdf, color) -> None:
-    """Unlit: black diffuse and no specular, the colour as emission (Principled keeps its alpha)."""
+    """Unlit: black diffuse, the colour as emission (Principled keeps its alpha; give it no specular)."""
     material[UNLIT] = True
     bsdf.inputs["Base Color"].default_value = (0.0, 0.0, 0.0, 1.0)
-    bsdf.inputs["Specular IOR Level"].default_value = 0.0
     bsdf.inputs["Emission Color"].default_value = color
     bsdf.inputs["Emission Strength"].default_value = 1.0
 
@@ -466,6 +469,8 @@ def extract_material(material, images) -> Material:
     )
     if tree is None:
         return result
+    if bsdf is not None and bsdf.inputs["Specular IOR Level"].default_value != _DEFAULT_SPECULAR:
+        result.specular = float(bsdf.inputs["Specular IOR Level"].default_value)
     clip, vertex_color = tree.nodes.get("Alpha Clip"), tree.nodes.get(VERTEX_COLOR)
     if clip is not None and clip.type == "MATH":
         result.alpha_threshold = float(clip.inputs[1].default_value)

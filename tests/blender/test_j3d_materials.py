@@ -105,7 +105,17 @@ def test_material_set_of_every_corpus_model_builds_as_decided(empty_scene, tmp_p
         assert surface == (tree.nodes[ADDITIVE] if want.additive else bsdf)
         # What Blender holds reads back as the same material.
         got = extract_material(material, _Images())
-        for field in ("alpha_mode", "backface_culling", "vertex_color", "tint_texture", "additive", "unlit"):
+        assert bsdf.inputs["Specular IOR Level"].default_value == 0.0  # the game's channels are diffuse
+        fields = (
+            "alpha_mode",
+            "backface_culling",
+            "vertex_color",
+            "tint_texture",
+            "additive",
+            "unlit",
+            "specular",
+        )
+        for field in fields:
             assert getattr(got, field) == getattr(want, field), (want.name, field)
         if want.alpha_mode == "CLIP" and textured:
             assert got.alpha_threshold == pytest.approx(want.alpha_threshold)
