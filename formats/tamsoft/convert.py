@@ -402,10 +402,11 @@ def _part_bytes(part: dict, images: list[Image]) -> bytes | None:
         image = images[i]
         if image.source_bytes is not None or image.pixels is None:
             continue
-        container = container or gxt.read(bytes(part["bytes"]), image.name)
         try:
-            container = gxt.encode(container, int(slot), image.pixels)
-        except ExportError as e:
+            container = gxt.encode(
+                container or gxt.read(bytes(part["bytes"]), image.name), int(slot), image.pixels
+            )
+        except (ExportError, FormatError) as e:
             raise ExportError(f"image {image.name!r} cannot be written as its GXT texture: {e}") from e
     return None if container is None else gxt.write(container)
 
