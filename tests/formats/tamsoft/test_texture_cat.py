@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import texture_pair
 from retro_models.formats import inspect as formats_inspect
-from retro_models.formats.errors import ExportError
+from retro_models.formats.errors import ExportError, FormatError
 from retro_models.formats.tamsoft import cat, files, texture_cat
 from retro_models.formats.tamsoft import inspect as tamsoft_inspect
 from retro_models.formats.textures import dds, gxt
@@ -163,3 +163,23 @@ def test_detection_reads_only_the_header(tmp_path):
     # Past the first 4096 bytes nothing is read: a broken payload there does not change the answer.
     assert tamsoft_inspect.detect(textures[: cat.DETECT_BYTES] + b"\xff" * 100, "x.cat")
     assert not tamsoft_inspect.detect(b"\x40\0\0\0" + bytes(60), "x.cat")
+
+
+def test_damaged_texture_cats_give_a_format_error_or_warnings(tmp_path):
+    """Every byte of the bundle headers and name list, and random bytes elsewhere, set to hostile values."""
+    _, textures = texture_pair.write_pair(tmp_path)
+    container = cat.read(textures)
+    starts = [container.payload_offset(i) for i in range(len(container.payloads))]
+    positions = sorted({*range(starts[0]), *(s + k for s in starts for k in range(32))})
+    positions += np.random.default_rng(1).integers(0, len(textures), 60).tolist()
+    for position in positions:
+        for value in (0x00, 0xFF):
+            data = bytearray(textures)
+            data[position] = value
+            (tmp_path / "pl00_head_tex_hi.cat").write_bytes(data)
+            try:
+                scene = files.load(str(tmp_path / "pl00_head_mdl_hi.cat"), files.ImportOptions())
+            except FormatError as e:
+                assert e.filename.endswith("pl00_head_tex_hi.cat")
+                continue
+            assert len(scene.images) == 5
