@@ -183,3 +183,25 @@ def test_damaged_texture_cats_give_a_format_error_or_warnings(tmp_path):
                 assert e.filename.endswith("pl00_head_tex_hi.cat")
                 continue
             assert len(scene.images) == 5
+
+
+def test_an_edited_pvrtc_texture_is_refused_by_name(tmp_path):
+    from retro_models.formats.textures import gxm
+    from tamsoft_fixtures import cat_bytes
+
+    size = gxm.level_size(gxm.BASES[gxm.PVRT4BPP], gxm.SWIZZLED, 16, 16, 0, False)
+    offset = gxt.HEADER.size + gxt.RECORD.size
+    record = gxt.GXTTexture(offset, size, -1, 0, gxm.SWIZZLED, gxm.make_format(gxm.PVRT4BPP), 16, 16, 1)
+    data = np.random.default_rng(3).integers(0, 256, size, np.uint8).tobytes()
+    pvrtc = gxt.write(gxt.GXT([record], data))
+    texture_pair.write_pair(tmp_path)
+    textures = cat.read((tmp_path / "pl00_head_tex_hi.cat").read_bytes())
+    lines = [*texture_pair.TEXTURE_LINES[:2], "GXT,conv0,toon_sdw_non"]  # the third model texture: a bare GXT
+    payloads = [*textures.payloads[:1], pvrtc]
+    (tmp_path / "pl00_head_tex_hi.cat").write_bytes(cat_bytes(payloads, lines))
+    scene = files.load(str(tmp_path / "pl00_head_mdl_hi.cat"), files.ImportOptions())
+    ramp = scene.images[2]
+    assert ramp.source_format == "GXT PVRT4BPP_ABGR" and ramp.pixels.shape == (16, 16, 4)
+    ramp.pixels, ramp.source_bytes = np.zeros((16, 16, 4), np.uint8), None
+    with pytest.raises(ExportError, match="'toon_sdw_non'.*PVRTC"):
+        save_pair(scene, tmp_path / "out")
