@@ -848,7 +848,8 @@ def _build_draw_list(model, triangles, face_material, positions, joints, weight_
 
 
 def _entry_bounds(model: tmd0.TMD0) -> np.ndarray:
-    """A box per draw list entry around the faces it draws (its stored box when it draws none)."""
+    """A box per draw list entry around the faces it draws: its stored box while that still holds them
+    (or when it draws none), so that an edit changes only the boxes it must."""
     boxes = model.draw_list["bounds"].copy()
     drawn: dict[int, list[np.ndarray]] = {}
     for entry, _, _, group in draw_calls(model):
@@ -858,7 +859,10 @@ def _entry_bounds(model: tmd0.TMD0) -> np.ndarray:
     for entry, parts in drawn.items():
         vertices = np.concatenate(parts)
         if len(vertices):
-            boxes[entry] = _bounds(positions[vertices])
+            tight = _bounds(positions[vertices])
+            inside = np.all(tight[:3] >= boxes[entry][:3]) and np.all(tight[3:] <= boxes[entry][3:])
+            if not inside:
+                boxes[entry] = tight
     return boxes
 
 

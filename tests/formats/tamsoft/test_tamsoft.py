@@ -362,6 +362,15 @@ def test_renamed_bone_gets_new_hash_and_edited_mesh_rebuilds():
     assert model.draw_list["bounds"][0].tolist() == [-2, -2, -2, 2, 2, 2]
 
 
+def test_a_move_the_stored_boxes_still_hold_keeps_them():
+    original = tmd0.read(tmd0_bytes())
+    scene = convert.to_scene(original)
+    scene.meshes[0].positions[0] *= np.float32(1.2)  # past the model's bounds, inside the boxes (±1.5)
+    model = convert.from_scene(scene)
+    np.testing.assert_allclose(model.bounds, [-1, -1, -1, 1.2, 1.2, 1.2], rtol=1e-6)
+    assert model.draw_list["bounds"].tobytes() == original.draw_list["bounds"].tobytes()
+
+
 def test_from_scratch_palettes_split_at_32_bones():
     # 40 bones in a chain, one triangle per bone pair: batches need two palettes.
     from retro_models.formats.scene import Mesh, Scene, Skeleton
