@@ -9,8 +9,8 @@ Import (``to_scene``):
   batches, so one mesh keeps the vertex and face order of the file and writes
   back byte for byte; meshes per batch would split shared vertices. The draw
   list (boxes, operations, polygroups, rigs) travels in the mesh's extras.
-- POINT normals (n = (byte − 127) / 128, unnormalised so that they encode back
-  exactly), UV layers ``UV0``..``UV2`` (u = raw / 1024, v = −raw / 1024: the
+- POINT normals (the direction of (byte − 127) / 128; the stored bytes go back
+  for every vertex whose normal still points that way), UV layers ``UV0``..``UV2`` (u = raw / 1024, v = −raw / 1024: the
   0–1 square, exactly reversible), a colour layer, skin joints resolved through
   the palette of the first rig that draws each vertex, weights = byte / 255
   (unnormalised, for the same reason).
@@ -461,7 +461,11 @@ def _mesh(model: tmd0.TMD0, axis: np.ndarray, name: str, warnings: list[str]) ->
     }
     if "normal" in fields:
         raw = vertices["normal"]
-        mesh.normals = Layer("normal", _apply(axis, (raw[:, :3].astype(np.float32) - 127) / 128))
+        # Unit length: Blender (4.2) bends custom normals that are not. The stored bytes of each vertex
+        # go back while its normal still points the same way (``same_normals``).
+        stored = (raw[:, :3].astype(np.float64) - 127) / 128
+        length = np.linalg.norm(stored, axis=1, keepdims=True)
+        mesh.normals = Layer("normal", _apply(axis, stored / np.where(length > 0, length, 1)))
         extras["normals"] = raw.tobytes()
     for layer, key in zip(UV_LAYERS, ("uv0", "uv1", "uv2"), strict=True):
         if key in fields:

@@ -398,6 +398,14 @@ def test_pair_imports_with_its_textures_shown_and_exports_byte_identical(empty_s
     uv = np.empty(2 * len(mesh.data.loops), np.float32)
     mesh.data.uv_layers[0].data.foreach_get("uv", uv)
     assert uv.min() >= 0 and uv.max() <= 1
+    # Blender shows the stored normals' directions (they are not unit length in the file).
+    corner = np.empty(3 * len(mesh.data.loops), np.float32)
+    mesh.data.corner_normals.foreach_get("vector", corner)
+    vertex = np.empty(len(mesh.data.loops), np.int32)
+    mesh.data.loops.foreach_get("vertex_index", vertex)
+    stored = texture_pair.model_scene().meshes[0].normals.data[vertex]
+    stored /= np.linalg.norm(stored, axis=1, keepdims=True)
+    assert np.abs(corner.reshape(-1, 3) - stored).max() < 1e-3
     assert export_pair(tmp_path / "out") == (model, textures)
 
 
