@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import FormatError
 from ..textures import dds, gxt
-from . import cat
+from . import cat, tmd0
 
 BUNDLE_HEAD = struct.Struct("<3I")
 ALIGN = 16
@@ -138,7 +138,8 @@ def rebuild(bundle: Bundle, changed: dict[int, bytes]) -> Bundle:
 
 
 def resources(container: cat.CAT, filename: str = "<bytes>") -> list[Resource]:
-    """Every resource of a texture CAT, named from its name list (``texture_<payload>_<n>`` when unnamed)."""
+    """Every resource of a texture CAT, named from its name list (``texture_<payload>_<n>`` when unnamed);
+    a tmd0 payload is a model, not a resource."""
     found = entries(container)
     out = []
     for index, payload in enumerate(container.payloads):
@@ -152,7 +153,7 @@ def resources(container: cat.CAT, filename: str = "<bytes>") -> list[Resource]:
             out += [Resource(name(k), index, k, "bundle", r) for k, r in enumerate(bundle.resources)]
         elif payload[:4] == gxt.MAGIC and _gxt_count(payload) > 1:
             out += [Resource(name(k), index, k, "gxt", payload) for k in range(_gxt_count(payload))]
-        elif payload:
+        elif payload and payload[:4] not in tmd0.MAGICS:
             kind = {dds.MAGIC: "dds", gxt.MAGIC: "gxt"}.get(payload[:4], "other")
             out.append(Resource(name(0), index, 0, kind, payload))
     return out

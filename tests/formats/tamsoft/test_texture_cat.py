@@ -153,6 +153,9 @@ def test_inspect_lists_each_payloads_resources(tmp_path):
     assert "pl00_face00: DDS 32×32 DXT1" in text and "freecos01_name: DDS 16×8 DXT1" in text
     vita = formats_inspect.summarize(texture_pair.vita_texture_cat(), "pl00_head_tex_hi.cat")
     assert "pl00_eye00: GXT 16×16 UBC1" in vita and "payload 2: GXT of 2" in vita
+    model = formats_inspect.summarize(texture_pair.model_cat(), "pl00_head_mdl_hi.cat")
+    assert "payload 0: tmd0 model" in model and "names: pl00_eye00, pl00_face00," in model
+    assert "starting b'tmd0'" not in model and "textures: 5" in model
 
 
 def test_detection_reads_only_the_header(tmp_path):
