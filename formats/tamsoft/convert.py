@@ -323,19 +323,23 @@ def _images(model: tmd0.TMD0, textures, warnings: list[str]) -> list[Image]:
 
 
 def _decode(resource: texture_cat.Resource, image: Image) -> None:
-    """Fill ``image`` from a DDS or GXT resource: pixels, format, the stored bytes, what export needs."""
+    """Fill ``image`` from a DDS or GXT resource: pixels, format, the stored bytes, what export needs.
+    The bytes are kept before decoding, so that a texture that does not decode is written back."""
     data = resource.data
     if data[:4] == dds.MAGIC:
+        image.source_format, image.source_bytes = "DDS", data
         texture = dds.read(data, resource.name)
-        image.pixels, image.source_format = texture.decode(), texture.format
-        image.source_bytes = data
+        image.source_format = texture.format
         image.extras[DDS_HEADER] = texture.header  # an edit is encoded again in this layout
+        image.pixels = texture.decode()
     elif data[:4] == gxt.MAGIC:
+        # The GXT file stays in the texture container; the image keeps its texel data.
+        image.source_format, image.source_bytes = "GXT", b""
         container = gxt.read(data, resource.name)
         slot = resource.slot if resource.kind == "gxt" else 0
-        image.pixels = gxt.decode(container, slot)
         image.source_format = f"GXT {gxm.format_name(container.textures[slot].format)}"
         image.source_bytes = container.texture_data(slot)
+        image.pixels = gxt.decode(container, slot)
     else:
         raise FormatError(resource.name, 0, f"neither a DDS nor a GXT file (starts {data[:4]!r})")
     image.height, image.width = image.pixels.shape[:2]
@@ -392,7 +396,10 @@ def _part_bytes(part: dict, images: list[Image]) -> bytes | None:
         if image.source_bytes is not None:
             return None
         if image.pixels is None or DDS_HEADER not in image.extras:
-            raise ExportError(f"image {image.name!r} lost its pixels and its DDS layout: undo the edit")
+            raise ExportError(
+                f"image {image.name!r} was edited but its texture ({image.source_format or 'no data'}) "
+                "could not be read, so it cannot be written again: undo the edit, or export as .tmd"
+            )
         try:
             return dds.reencode(bytes(image.extras[DDS_HEADER]), image.pixels, image.name)
         except (ValueError, FormatError) as e:

@@ -208,3 +208,20 @@ def test_an_edited_pvrtc_texture_is_refused_by_name(tmp_path):
     ramp.pixels, ramp.source_bytes = np.zeros((16, 16, 4), np.uint8), None
     with pytest.raises(ExportError, match="'toon_sdw_non'.*PVRTC"):
         save_pair(scene, tmp_path / "out")
+
+
+def test_a_texture_that_does_not_decode_goes_back_unchanged_and_refuses_edits(tmp_path):
+    texture_pair.write_pair(tmp_path)
+    data = bytearray((tmp_path / "pl00_head_tex_hi.cat").read_bytes())
+    at = bytes(data).index(b"DXT5")  # toon_sdw_non: a block format the decoder does not know
+    data[at : at + 4] = b"ATI2"
+    (tmp_path / "pl00_head_tex_hi.cat").write_bytes(data)
+    scene = files.load(str(tmp_path / "pl00_head_mdl_hi.cat"), files.ImportOptions())
+    assert any("toon_sdw_non (cannot decode DDS pixel format ATI2)" in w for w in scene.warnings)
+    ramp = scene.images[2]
+    assert ramp.pixels is None and (ramp.width, ramp.height) == (16, 4)
+    model, textures = save_pair(scene, tmp_path / "out")
+    assert textures == bytes(data) and model == texture_pair.model_cat()
+    ramp.pixels, ramp.source_bytes = texture_pair.blocky(16, 4, 1), None
+    with pytest.raises(ExportError, match="'toon_sdw_non'.*ATI2"):
+        save_pair(scene, tmp_path / "again")
