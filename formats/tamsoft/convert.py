@@ -151,13 +151,27 @@ def same_skin(joints_a, weights_a, joints_b, weights_b) -> np.ndarray:
 
 def _sorted_influences(joints: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per vertex the joints of the non-zero influences in ascending order (NO_BONE after them) and
-    their normalised weights."""
+    their normalised weights, repeated joints merged."""
     weights = np.asarray(weights, np.float64)
     totals = weights.sum(axis=1, keepdims=True)
     weights = np.where(totals > 0, weights / np.where(totals > 0, totals, 1), 0)
-    keys = np.where(weights > 0, np.asarray(joints, np.int64), NO_BONE)
+    joints, weights = merge_repeated_joints(np.asarray(joints, np.int64), weights)
+    keys = np.where(weights > 0, joints, NO_BONE)
     order = np.argsort(keys, axis=1, kind="stable")
     return np.take_along_axis(keys, order, 1), np.take_along_axis(weights, order, 1)
+
+
+def merge_repeated_joints(joints: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One influence per joint and vertex, the weights of repeats summed (skinning adds them; a
+    vertex group holds one weight per bone): a merged influence keeps its first place, the repeats
+    get weight 0."""
+    joints, weights = np.array(joints), np.array(weights)
+    for k in range(1, joints.shape[1]):
+        for earlier in range(k):
+            repeat = (joints[:, k] == joints[:, earlier]) & (weights[:, k] > 0) & (weights[:, earlier] > 0)
+            weights[:, earlier] += np.where(repeat, weights[:, k], 0)
+            weights[:, k] = np.where(repeat, 0, weights[:, k])
+    return joints, weights
 
 
 # -- import ---------------------------------------------------------------------
@@ -485,7 +499,7 @@ def _mesh(model: tmd0.TMD0, axis: np.ndarray, name: str, warnings: list[str]) ->
         lost = int(np.count_nonzero((weights == 0) & (vertices["weights"] > 0)))
         if lost:
             warnings.append(f"{lost} skin influences name no bone of their rig and were left out")
-        mesh.skin_joints, mesh.skin_weights = joints, weights
+        mesh.skin_joints, mesh.skin_weights = merge_repeated_joints(joints, weights)
         extras["skin"] = np.concatenate([vertices["bone_ids"], vertices["weights"]], axis=1).tobytes()
     mesh.extras[KEY] = extras
     return mesh

@@ -371,6 +371,21 @@ def test_a_move_the_stored_boxes_still_hold_keeps_them():
     assert model.draw_list["bounds"].tobytes() == original.draw_list["bounds"].tobytes()
 
 
+def test_a_bone_named_twice_by_a_vertex_gets_the_sum_and_its_bytes_go_back():
+    data = bytearray(tmd0_bytes())
+    vertex = table_offsets()["vertices"] + 3 * 32
+    data[vertex + 12 : vertex + 20] = bytes([200, 53, 0, 0, 1, 1, 0, 0])  # bone id 1 twice, sum 253
+    model = tmd0.read(bytes(data))
+    mesh = convert.to_scene(model).meshes[0]
+    assert mesh.skin_joints[3, :2].tolist() == [1, 1]
+    np.testing.assert_allclose(mesh.skin_weights[3, :2], [253 / 255, 0])
+    assert tmd0.write(convert.from_scene(convert.to_scene(model))) == bytes(data)
+    # As Blender gives it back (one vertex group per bone): one influence, normalised.
+    scene = convert.to_scene(model)
+    scene.meshes[0].skin_joints[3], scene.meshes[0].skin_weights[3] = [1, 0, 0, 0], [1, 0, 0, 0]
+    assert tmd0.write(convert.from_scene(scene)) == bytes(data)
+
+
 def test_from_scratch_palettes_split_at_32_bones():
     # 40 bones in a chain, one triangle per bone pair: batches need two palettes.
     from retro_models.formats.scene import Mesh, Scene, Skeleton
