@@ -69,7 +69,7 @@ def detect(data: bytes) -> bool:
     if head[offsets[0] : offsets[0] + 4] in tmd0.MAGICS:
         return True
     text = head[table_end : offsets[0]].split(b"\0", 1)[0]
-    return b"," in text and all(32 <= c < 127 or c in b"\r\n\t" for c in text)
+    return b"," in text and all(c >= 32 or c in b"\r\n\t" for c in text)  # text (UTF-8 names allowed)
 
 
 def read(data: bytes, filename: str = "<bytes>") -> CAT:

@@ -11,6 +11,7 @@ from retro_models.formats.errors import ExportError, FormatError
 from retro_models.formats.tamsoft import cat, files, texture_cat
 from retro_models.formats.tamsoft import inspect as tamsoft_inspect
 from retro_models.formats.textures import dds, gxt
+from tamsoft_fixtures import cat_bytes
 
 
 def test_name_list_groups_resources_by_payload():
@@ -166,6 +167,9 @@ def test_detection_reads_only_the_header(tmp_path):
     # Past the first 4096 bytes nothing is read: a broken payload there does not change the answer.
     assert tamsoft_inspect.detect(textures[: cat.DETECT_BYTES] + b"\xff" * 100, "x.cat")
     assert not tamsoft_inspect.detect(b"\x40\0\0\0" + bytes(60), "x.cat")
+    named = cat_bytes([b"DDS " + bytes(200)], ["GXT,conv0,顔_face"])  # UTF-8 names are text too
+    assert tamsoft_inspect.detect(named, "x.cat")
+    assert not tamsoft_inspect.detect(cat_bytes([b"DDS " + bytes(200)], ["\x01\x02,\x03"]), "x.cat")
 
 
 def test_damaged_texture_cats_give_a_format_error_or_warnings(tmp_path):
@@ -190,7 +194,6 @@ def test_damaged_texture_cats_give_a_format_error_or_warnings(tmp_path):
 
 def test_an_edited_pvrtc_texture_is_refused_by_name(tmp_path):
     from retro_models.formats.textures import gxm
-    from tamsoft_fixtures import cat_bytes
 
     size = gxm.level_size(gxm.BASES[gxm.PVRT4BPP], gxm.SWIZZLED, 16, 16, 0, False)
     offset = gxt.HEADER.size + gxt.RECORD.size
