@@ -359,9 +359,9 @@ def _decode(resource: texture_cat.Resource, image: Image) -> None:
     image.height, image.width = image.pixels.shape[:2]
 
 
-def texture_payloads(images: list[Image], stored: list[dict]) -> tuple[list[bytes], list[str]]:
+def texture_payloads(images: list[Image], stored: list[dict]) -> list[bytes]:
     """The payloads of a texture CAT from its stored parts (see ``files``) and the scene's images (in
-    the model's texture order), and warnings. Unchanged files keep their bytes and an unchanged payload
+    the model's texture order). Unchanged files keep their bytes and an unchanged payload
     is written as it was; an edited image is encoded in its file's own layout (DDS: format, flags and
     mip count kept; GXT: format and layout kept) and its bundle rebuilt. What cannot be encoded raises.
     """
@@ -396,7 +396,7 @@ def texture_payloads(images: list[Image], stored: list[dict]) -> tuple[list[byte
             payloads.append(texture_cat.write_bundle(texture_cat.rebuild(bundle, changed)))
         else:
             payloads.append(files[0] + bytes(-len(files[0]) % cat.ALIGN) if changed else files[0])
-    return payloads, []
+    return payloads
 
 
 def _stored_bytes(part: dict, images: list[Image]) -> bytes:

@@ -157,11 +157,11 @@ def _part(data: bytes, image: int | None, shown: dict[str, int]) -> dict:
     return {"bytes": data}
 
 
-def texture_container_bytes(stored: dict, images) -> tuple[bytes, list[str]]:
-    """The stored texture CAT with the textures of ``images`` (the exported model's), and warnings."""
-    payloads, warnings = convert.texture_payloads(images, stored["payloads"])
+def texture_container_bytes(stored: dict, images) -> bytes:
+    """The stored texture CAT with the textures of ``images`` (the exported model's)."""
+    payloads = convert.texture_payloads(images, stored["payloads"])
     container = cat.CAT(stored["endian"], stored["header_size"], stored["name_block"], payloads)
-    return cat.write(container), warnings
+    return cat.write(container)
 
 
 def load(path: str, options: ImportOptions) -> Scene:
@@ -216,6 +216,5 @@ def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
                 f"{os.path.basename(path)} has no _mdl_ in its name: its texture CAT was not written"
             )
         else:
-            files[str(texture_path)], warnings = texture_container_bytes(stored_textures, scene.images)
-            scene.warnings.extend(warnings)
+            files[str(texture_path)] = texture_container_bytes(stored_textures, scene.images)
     return write_files(files)
