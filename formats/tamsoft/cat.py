@@ -2,10 +2,10 @@
 
 Layout: u32 header size (0x40 seen), u32 payload offsets (from the start of the
 CAT) ended by 0xFFFFFFFF, then a text name list with one comma-separated line
-per payload (e.g. ``TMD_TOON,<package>,<resource>``) and padding, then the
-payloads. A model CAT holds one tmd0; the texture CAT next to it (same name
-with ``_tex_`` for ``_mdl_``) holds the textures in the order of the model's
-texture list.
+per resource (``TMD_TOON,<package>,<resource>`` opens a payload, ``,,<resource>``
+adds to it; see ``texture_cat``) and padding, then the payloads. A model CAT
+holds one tmd0 and names its textures; the texture CAT next to it (same name
+with ``_tex_`` for ``_mdl_``) holds them by name.
 
 The reader keeps the bytes between the offset table and the first payload
 (the name list and its padding) and each payload up to the next one, so
@@ -23,6 +23,7 @@ from . import tmd0
 
 END_OF_OFFSETS = 0xFFFFFFFF
 ALIGN = 16
+DETECT_BYTES = 4096  # what detection looks at: the offsets, the name list and the first payload's magic
 
 
 @dataclass
@@ -48,12 +49,27 @@ class CAT:
 
 
 def detect(data: bytes) -> bool:
-    """A CAT whose first payload is a tmd0 model or whose name list is readable."""
-    try:
-        cat = read(data)
-    except FormatError:
+    """A CAT, told from its first ``DETECT_BYTES``: offsets that rise and end with 0xFFFFFFFF, then a
+    tmd0 model or a readable name list."""
+    head = bytes(data[:DETECT_BYTES])
+    if len(head) < 8:
         return False
-    return bool(cat.payloads) and (cat.payloads[0][:4] in tmd0.MAGICS or bool(cat.lines()))
+    order = "little" if int.from_bytes(head[:4], "little") <= int.from_bytes(head[:4], "big") else "big"
+    words = [int.from_bytes(head[i : i + 4], order) for i in range(4, len(head) - 3, 4)]
+    if END_OF_OFFSETS not in words:
+        return False
+    offsets = words[: words.index(END_OF_OFFSETS)]
+    table_end = 8 + 4 * len(offsets)
+    if (
+        not offsets
+        or offsets[0] < table_end
+        or any(b < a for a, b in zip(offsets, offsets[1:], strict=False))
+    ):
+        return False
+    if head[offsets[0] : offsets[0] + 4] in tmd0.MAGICS:
+        return True
+    text = head[table_end : offsets[0]].split(b"\0", 1)[0]
+    return b"," in text and all(c >= 32 or c in b"\r\n\t" for c in text)  # text (UTF-8 names allowed)
 
 
 def read(data: bytes, filename: str = "<bytes>") -> CAT:
@@ -122,46 +138,3 @@ def texture_cat_path(model_path: Path) -> Path | None:
     """The texture CAT next to a model CAT, when it exists."""
     candidate = texture_cat_name(model_path)
     return candidate if candidate is not None and candidate.exists() else None
-
-
-def textures(cat: CAT) -> list[tuple[str, bytes]]:
-    """(name, payload) per texture of a texture CAT; unnamed payloads get ``texture_<i>``."""
-    names = cat.names()
-    return [
-        (names[i] if i < len(names) and names[i] else f"texture_{i}", payload)
-        for i, payload in enumerate(cat.payloads)
-    ]
-
-
-@dataclass
-class Package:
-    """A model as found on disk: bare or inside a CAT, with the textures of the CAT next to it."""
-
-    model: tmd0.TMD0
-    name: str
-    textures: list[tuple[str, bytes]] | None
-    cat: CAT | None = None  # the model CAT, to write an edited model back into
-    index: int = 0  # the model's payload in ``cat``
-    texture_cat: CAT | None = None  # the texture CAT, to write edited textures back into
-    warnings: list[str] = field(default_factory=list)
-
-
-def open_model(path: Path) -> Package:
-    """Read a bare tmd0 or a model CAT, and the texture CAT next to it when there is one."""
-    path = Path(path)
-    data = path.read_bytes()
-    if data[:4] in tmd0.MAGICS:
-        return Package(tmd0.read(data, str(path)), path.stem, None)
-    container = read(data, str(path))
-    index = model_index(container, str(path))
-    names = container.names()
-    name = names[index] if index < len(names) and names[index] else path.stem
-    model = tmd0.read(container.payloads[index], str(path), container.payload_offset(index))
-    package = Package(model, name, None, container, index)
-    texture_path = texture_cat_path(path)
-    if texture_path is not None:
-        package.texture_cat = read(texture_path.read_bytes(), str(texture_path))
-        package.textures = textures(package.texture_cat)
-    elif len(package.model.textures):
-        package.warnings.append(f"no texture CAT next to {path.name}: textures are left empty")
-    return package

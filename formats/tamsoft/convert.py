@@ -9,26 +9,33 @@ Import (``to_scene``):
   batches, so one mesh keeps the vertex and face order of the file and writes
   back byte for byte; meshes per batch would split shared vertices. The draw
   list (boxes, operations, polygroups, rigs) travels in the mesh's extras.
-- POINT normals (n = (byte − 127) / 128, unnormalised so that they encode back
-  exactly), UV layers ``UV0``..``UV2`` (u = raw / 1024, v = 1 − raw / 1024), a
-  colour layer, skin joints resolved through the palette of the first rig that
-  draws each vertex, weights = byte / 255 (unnormalised, for the same reason).
+- POINT normals (the direction of (byte − 127) / 128; the stored bytes go back
+  for every vertex whose normal still points that way), UV layers ``UV0``..``UV2`` (u = raw / 1024, v = −raw / 1024: the
+  0–1 square, exactly reversible), a colour layer, skin joints resolved through
+  the palette of the first rig that draws each vertex, weights = byte / 255
+  (unnormalised, for the same reason).
 - One material per tmd0 material; texture slots for used slots with a texture
   (type 0 base colour, 3 normal map, 4 specular/ramp); the 200-byte record is
-  kept. One image per texture entry, named from the texture CAT, decoded when
-  the payload is a DDS; other payloads (GXT) become empty images with a warning.
+  kept. One image per texture entry, named by the model's CAT and decoded from
+  the texture CAT's resource of that name (DDS or GXT) at its real size; the
+  entry's own size is kept for export. Others become empty images with a warning.
 
 Export (``from_scene``) reuses everything the extras describe while the scene
 still matches it: the draw list while the material of every face and every
 vertex's bones fit it, the stored boxes while the positions are unchanged,
 matrices, hierarchy positions and material parameters within tolerance, the
-original skin bytes of unchanged vertices. Otherwise it rebuilds: faces sorted
+stored bytes of every vertex whose normal points the same way (within the
+stored quantisation) and whose weights are the same once normalised, so that
+an edit re-encodes only the vertices it changed. Otherwise it rebuilds: faces sorted
 by material, batches of at most 32 bones, vertices duplicated where batches
 with different palettes share them, at most 65535 faces per polygroup.
 
-Textures (``texture_payloads``) go back into the texture CAT in the model's
-texture order: unchanged ones as read, edited DDS ones encoded again in their
-layout (or A8R8G8B8 with a warning); an edited GXT is refused.
+Textures (``texture_payloads``) go back into the texture CAT: unchanged payloads
+as read, a payload with an edited texture rebuilt (its bundle's offsets and
+sizes recomputed) with the texture encoded again in its own layout: a DDS in its
+pixel format with its mip levels regenerated, a GXT texture in its format
+(PVRTC is refused with an error naming the image). The texture table keeps its
+stored sizes.
 
 Axis: the file is Y-up; the default conversion is ``axis_matrix("-Z", "Y")``.
 """
@@ -39,8 +46,8 @@ import numpy as np
 
 from ..errors import ExportError, FormatError
 from ..scene import Image, Layer, Material, Mesh, Scene, Skeleton, TextureSlot, axis_matrix
-from ..textures import dds
-from . import cat, tmd0
+from ..textures import dds, gxm, gxt
+from . import cat, texture_cat, tmd0
 from . import names as bone_names
 from .tmd0 import OP_DRAW, OP_END, OP_MATERIAL, OP_RIG
 
@@ -57,11 +64,14 @@ MAX_POLYGROUP_FACES = 0xFFFF
 MAX_VERTICES = 0x10000
 MAX_OPERATION_VALUE = 0xFF
 INFLUENCES = 4
+NO_BONE = np.iinfo(np.int64).max
+WEIGHT_TOLERANCE = 0.5 / 255 + 1e-6  # half a stored weight step (and float32 noise)
+# A stored normal's components are in steps of 1/128: its direction is known to about half a step per
+# component; an exported normal closer than that to it is the stored normal, not an edit.
+NORMAL_TOLERANCE = 3**0.5 * 0.5 / 128
 NEW_TEXTURE_FLAGS = 0x00FF
 KEY = "tamsoft"
-DDS_ENCODING = "dds_encoding"  # image extras: the dds.encode format of the payload's layout
-DDS_MIPS = "dds_mips"
-A8R8G8B8_MASKS = (0x00FF0000, 0x0000FF00, 0x000000FF, 0xFF000000)
+DDS_HEADER = "dds_header"  # image extras: the header of its DDS file, whose layout an edit is written in
 
 
 # -- draw list ------------------------------------------------------------------
@@ -125,10 +135,43 @@ def resolve_skin(model: tmd0.TMD0, vertex_rig: np.ndarray, bone_ids: np.ndarray,
     return np.where(usable, joints, 0).astype(np.int32), weights
 
 
-def _canonical_skin(joints: np.ndarray, weight_bytes: np.ndarray) -> np.ndarray:
-    """Per vertex the sorted (joint, weight byte) keys of its non-zero influences, for comparisons."""
-    keys = np.where(weight_bytes > 0, joints.astype(np.int64) * 256 + weight_bytes, np.iinfo(np.int64).max)
-    return np.sort(keys, axis=1)
+def same_skin(joints_a, weights_a, joints_b, weights_b) -> np.ndarray:
+    """Per vertex: the same bones with the same weights once each side is normalised to sum 1, within
+    half a weight step (1/510). The extractor normalises what the file stores unnormalised (a sum of
+    253 or 254 of 255), so a vertex that only went through Blender still matches its stored bytes."""
+    (keys_a, norm_a), (keys_b, norm_b) = (
+        _sorted_influences(joints_a, weights_a),
+        _sorted_influences(joints_b, weights_b),
+    )
+    width = max(keys_a.shape[1], keys_b.shape[1])
+    keys_a, keys_b = _pad(keys_a, width, NO_BONE), _pad(keys_b, width, NO_BONE)
+    norm_a, norm_b = _pad(norm_a, width), _pad(norm_b, width)
+    return np.all(keys_a == keys_b, axis=1) & np.all(np.abs(norm_a - norm_b) <= WEIGHT_TOLERANCE, axis=1)
+
+
+def _sorted_influences(joints: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per vertex the joints of the non-zero influences in ascending order (NO_BONE after them) and
+    their normalised weights, repeated joints merged."""
+    weights = np.asarray(weights, np.float64)
+    totals = weights.sum(axis=1, keepdims=True)
+    weights = np.where(totals > 0, weights / np.where(totals > 0, totals, 1), 0)
+    joints, weights = merge_repeated_joints(np.asarray(joints, np.int64), weights)
+    keys = np.where(weights > 0, joints, NO_BONE)
+    order = np.argsort(keys, axis=1, kind="stable")
+    return np.take_along_axis(keys, order, 1), np.take_along_axis(weights, order, 1)
+
+
+def merge_repeated_joints(joints: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One influence per joint and vertex, the weights of repeats summed (skinning adds them; a
+    vertex group holds one weight per bone): a merged influence keeps its first place, the repeats
+    get weight 0."""
+    joints, weights = np.array(joints), np.array(weights)
+    for k in range(1, joints.shape[1]):
+        for earlier in range(k):
+            repeat = (joints[:, k] == joints[:, earlier]) & (weights[:, k] > 0) & (weights[:, earlier] > 0)
+            weights[:, earlier] += np.where(repeat, weights[:, k], 0)
+            weights[:, k] = np.where(repeat, 0, weights[:, k])
+    return joints, weights
 
 
 # -- import ---------------------------------------------------------------------
@@ -146,7 +189,8 @@ def to_scene(
     name: str = "tmd0",
     filename: str = "<bytes>",
 ) -> Scene:
-    """The scene of a model; ``textures`` = (name, payload) per texture entry (see ``cat.textures``).
+    """The scene of a model; ``textures`` = (name, resource or None) per texture entry (see
+    ``texture_cat.model_textures``).
 
     ``filename``: the file the model was read from, named by errors.
     """
@@ -261,94 +305,131 @@ def _skeleton(model: tmd0.TMD0, names: list[str], axis: np.ndarray, name: str, f
 
 
 def _images(model: tmd0.TMD0, textures, warnings: list[str]) -> list[Image]:
+    """One image per texture entry, decoded from its resource (DDS or GXT) at the resource's real size;
+    the entry's own width and height stay in the extras for export."""
     images = []
     undecoded = []
     for i, entry in enumerate(model.textures):
-        image_name, payload = (
-            textures[i] if textures is not None and i < len(textures) else (f"texture_{i}", b"")
+        image_name, resource = (
+            textures[i] if textures is not None and i < len(textures) else (f"texture_{i}", None)
         )
-        image = Image(
-            image_name,
-            None,
-            int(entry["width"]),
-            int(entry["height"]),
-            extras={
-                "index": int(entry["index"]),
-                "unknown": int(entry["unknown"]),
-                "one": int(entry["one"]),
-                "flags": int(entry["flags"]),
-            },
-        )
-        if payload[:4] == dds.MAGIC:
-            texture = dds.read(payload, image_name)
-            image.pixels, image.source_format = texture.decode(), texture.format
-            image.source_bytes = payload
-            # How an edit is written back: the project's encoder for this layout ("" for none).
-            image.extras[DDS_ENCODING] = _dds_encoding(texture)
-            image.extras[DDS_MIPS] = texture.mip_count
-        elif payload:
-            image.source_format = payload[:4].rstrip(b"\0").decode("ascii", errors="replace")
-            image.source_bytes = payload
-            undecoded.append(f"{image_name} ({image.source_format})")
-        else:
+        width, height = int(entry["width"]), int(entry["height"])
+        extras = {
+            "index": int(entry["index"]),
+            "unknown": int(entry["unknown"]),
+            "one": int(entry["one"]),
+            "width": width,
+            "height": height,
+            "flags": int(entry["flags"]),
+        }
+        image = Image(image_name, None, width, height, extras=extras)
+        if resource is None:
             undecoded.append(f"{image_name} (no data)")
+        else:
+            try:
+                _decode(resource, image)
+            except FormatError as e:
+                undecoded.append(f"{image_name} ({e.problem})")
         images.append(image)
     if undecoded:
-        warnings.append(f"textures left as empty images (format not decodable yet): {', '.join(undecoded)}")
+        warnings.append(f"textures left as empty images: {', '.join(undecoded)}")
     return images
 
 
-def _dds_encoding(texture: dds.DDSImage) -> str:
-    """The ``dds.encode`` format that writes the texture's layout again ("" when none does)."""
-    if len(texture.header) != 4 + dds.HEADER_SIZE:  # a DX10 header: encode writes the legacy one
-        return ""
-    if texture.format in dds.BLOCK_BYTES:
-        return texture.format
-    if texture.format == "RGBA" and texture.bit_count == 32 and texture.masks == A8R8G8B8_MASKS:
-        return "A8R8G8B8"
-    return ""
+def _decode(resource: texture_cat.Resource, image: Image) -> None:
+    """Fill ``image`` from a DDS or GXT resource: pixels, format, the stored bytes, what export needs.
+    The bytes are kept before decoding, so that a texture that does not decode is written back."""
+    data = resource.data
+    if data[:4] == dds.MAGIC:
+        image.source_format, image.source_bytes = "DDS", data
+        texture = dds.read(data, resource.name)
+        image.source_format = texture.format
+        image.extras[DDS_HEADER] = texture.header  # an edit is encoded again in this layout
+        image.pixels = texture.decode()
+    elif data[:4] == gxt.MAGIC:
+        # The GXT file stays in the texture container; the image keeps its texel data.
+        image.source_format, image.source_bytes = "GXT", b""
+        container = gxt.read(data, resource.name)
+        slot = resource.slot if resource.kind == "gxt" else 0
+        image.source_format = f"GXT {gxm.format_name(container.textures[slot].format)}"
+        image.source_bytes = container.texture_data(slot)
+        image.pixels = gxt.decode(container, slot)
+    else:
+        raise FormatError(resource.name, 0, f"neither a DDS nor a GXT file (starts {data[:4]!r})")
+    image.height, image.width = image.pixels.shape[:2]
 
 
-def texture_payloads(images: list[Image], count: int) -> tuple[list[bytes], list[str]]:
-    """The first ``count`` payloads of a texture CAT from the scene's images (same order as the model's
-    texture list), and warnings. Unchanged textures keep their bytes; edited DDS textures are encoded
-    again in their format (else as uncompressed DDS, with a warning); an edit the CAT cannot hold raises.
+def texture_payloads(images: list[Image], stored: list[dict]) -> list[bytes]:
+    """The payloads of a texture CAT from its stored parts (see ``files``) and the scene's images (in
+    the model's texture order). Unchanged files keep their bytes and an unchanged payload
+    is written as it was; an edited image is encoded in its file's own layout (DDS: format, flags and
+    mip count kept; GXT: format and layout kept) and its bundle rebuilt. What cannot be encoded raises.
     """
-    if len(images) < count:
+    shown = {part["image"] for payload in stored for part in payload["parts"] if "image" in part}
+    shown |= {
+        i for payload in stored for part in payload["parts"] for i in part.get("gxt_images", {}).values()
+    }
+    if shown and max(shown) >= len(images):
         raise ExportError(
-            f"the texture CAT holds {count} textures but the model has {len(images)} images: "
+            f"the texture CAT shows {max(shown) + 1} textures but the model has {len(images)} images: "
             "an imported texture is missing (deleted?); export as .tmd"
         )
-    for image in images[count:]:
-        if image.pixels is not None:
+    for i, image in enumerate(images):
+        if i not in shown and image.pixels is not None and image.source_bytes is None:
             raise ExportError(
-                f"image {image.name!r} has no place in the texture CAT ({count} textures): "
-                "replace the pixels of an imported texture instead, or export as .tmd"
+                f"image {image.name!r} has no place in the texture CAT: replace the pixels of an imported "
+                "texture instead, or export as .tmd"
             )
-    payloads, warnings = [], []
-    for image in images[:count]:
-        if image.source_bytes is not None:
-            payloads.append(bytes(image.source_bytes))
-            continue
-        if image.pixels is None:  # a placeholder for an empty payload, left alone
-            payloads.append(b"")
-            continue
-        encoding = image.extras.get(DDS_ENCODING, "")
-        if DDS_ENCODING not in image.extras and image.source_format:
-            raise ExportError(
-                f"image {image.name!r} was edited but its {image.source_format} texture cannot be "
-                "encoded: undo the edit, or export as .tmd"
+    payloads = []
+    for payload in stored:
+        files, changed = [], {}
+        for k, part in enumerate(payload["parts"]):
+            data = _part_bytes(part, images)
+            if data is not None:
+                changed[k] = data
+            files.append(data if data is not None else _stored_bytes(part, images))
+        if "bundle" in payload:
+            layout = payload["bundle"]
+            bundle = texture_cat.Bundle(
+                layout["header_size"], files, bytes(layout["padding"]), bytes(layout["tail"])
             )
-        if encoding:
-            data = dds.encode(image.pixels, encoding)
-            if image.extras.get(DDS_MIPS, 1) > 1:
-                warnings.append(f"texture {image.name!r} was written as {encoding} without its mip levels")
+            payloads.append(texture_cat.write_bundle(texture_cat.rebuild(bundle, changed)))
         else:
-            data = dds.encode(image.pixels, "A8R8G8B8")
-            was = image.source_format or "no data"
-            warnings.append(f"texture {image.name!r} ({was}) was written as an uncompressed DDS")
-        payloads.append(data + bytes(-len(data) % cat.ALIGN))  # as cat.replace_payload pads
-    return payloads, warnings
+            payloads.append(files[0] + bytes(-len(files[0]) % cat.ALIGN) if changed else files[0])
+    return payloads
+
+
+def _stored_bytes(part: dict, images: list[Image]) -> bytes:
+    return bytes(images[part["image"]].source_bytes) if "image" in part else bytes(part["bytes"])
+
+
+def _part_bytes(part: dict, images: list[Image]) -> bytes | None:
+    """A stored file with the edits of the images that show it; None when none of them changed."""
+    if "image" in part:
+        image = images[part["image"]]
+        if image.source_bytes is not None:
+            return None
+        if image.pixels is None or DDS_HEADER not in image.extras:
+            raise ExportError(
+                f"image {image.name!r} was edited but its texture ({image.source_format or 'no data'}) "
+                "could not be read, so it cannot be written again: undo the edit, or export as .tmd"
+            )
+        try:
+            return dds.reencode(bytes(image.extras[DDS_HEADER]), image.pixels, image.name)
+        except (ValueError, FormatError) as e:
+            raise ExportError(f"image {image.name!r} cannot be written as its DDS: {e}") from e
+    container = None
+    for slot, i in sorted(part.get("gxt_images", {}).items(), key=lambda item: int(item[0])):
+        image = images[i]
+        if image.source_bytes is not None or image.pixels is None:
+            continue
+        try:
+            container = gxt.encode(
+                container or gxt.read(bytes(part["bytes"]), image.name), int(slot), image.pixels
+            )
+        except (ExportError, FormatError) as e:
+            raise ExportError(f"image {image.name!r} cannot be written as its GXT texture: {e}") from e
+    return None if container is None else gxt.write(container)
 
 
 def _material(model: tmd0.TMD0, index: int) -> Material:
@@ -401,12 +482,16 @@ def _mesh(model: tmd0.TMD0, axis: np.ndarray, name: str, warnings: list[str]) ->
     }
     if "normal" in fields:
         raw = vertices["normal"]
-        mesh.normals = Layer("normal", _apply(axis, (raw[:, :3].astype(np.float32) - 127) / 128))
-        extras["normal_w"] = raw[:, 3].tobytes()
+        # Unit length: Blender (4.2) bends custom normals that are not. The stored bytes of each vertex
+        # go back while its normal still points the same way (``same_normals``).
+        stored = (raw[:, :3].astype(np.float64) - 127) / 128
+        length = np.linalg.norm(stored, axis=1, keepdims=True)
+        mesh.normals = Layer("normal", _apply(axis, stored / np.where(length > 0, length, 1)))
+        extras["normals"] = raw.tobytes()
     for layer, key in zip(UV_LAYERS, ("uv0", "uv1", "uv2"), strict=True):
         if key in fields:
             raw = vertices[key].astype(np.float32) / 1024
-            mesh.uv_layers.append(Layer(layer, np.stack([raw[:, 0], 1 - raw[:, 1]], axis=1)))
+            mesh.uv_layers.append(Layer(layer, np.stack([raw[:, 0], -raw[:, 1]], axis=1)))
     if "colour" in fields:
         mesh.color_layers.append(Layer(COLOUR_LAYER, vertices["colour"].astype(np.float32) / 255))
     if "weights" in fields:
@@ -414,7 +499,7 @@ def _mesh(model: tmd0.TMD0, axis: np.ndarray, name: str, warnings: list[str]) ->
         lost = int(np.count_nonzero((weights == 0) & (vertices["weights"] > 0)))
         if lost:
             warnings.append(f"{lost} skin influences name no bone of their rig and were left out")
-        mesh.skin_joints, mesh.skin_weights = joints, weights
+        mesh.skin_joints, mesh.skin_weights = merge_repeated_joints(joints, weights)
         extras["skin"] = np.concatenate([vertices["bone_ids"], vertices["weights"]], axis=1).tobytes()
     mesh.extras[KEY] = extras
     return mesh
@@ -474,8 +559,8 @@ def _merged_mesh(scene: Scene) -> tuple[Mesh, dict]:
     return joined, {}
 
 
-def _pad(values: np.ndarray, width: int) -> np.ndarray:
-    return np.pad(np.asarray(values), ((0, 0), (0, width - values.shape[1])))
+def _pad(values: np.ndarray, width: int, fill=0) -> np.ndarray:
+    return np.pad(np.asarray(values), ((0, 0), (0, width - values.shape[1])), constant_values=fill)
 
 
 def from_scene(scene: Scene, axis: np.ndarray | None = None, endian: str | None = None) -> tmd0.TMD0:
@@ -506,14 +591,14 @@ def from_scene(scene: Scene, axis: np.ndarray | None = None, endian: str | None 
     )
 
     skinned = skeleton is not None and mesh.skin_joints is not None
-    joints = weight_bytes = None
+    joints = weight_bytes = weights = None
     if skinned:
-        joints, weight_bytes = _encode_weights(mesh.skin_joints, mesh.skin_weights)
+        joints, weight_bytes, weights = _encode_weights(mesh.skin_joints, mesh.skin_weights)
         if len(joints) and joints.max() >= len(skeleton):
             raise ExportError(f"mesh {mesh.name!r} is skinned to a bone outside its skeleton")
 
     model.flags = _vertex_flags(header.get("flags", tmd0.POSITION | tmd0.INTERLEAVED), mesh, skinned)
-    kept = _kept_draw_list(model, extras, triangles, face_material, count, joints, weight_bytes)
+    kept = _kept_draw_list(model, extras, triangles, face_material, count, joints, weight_bytes, weights)
     if kept is not None:
         source, bone_ids = np.arange(count), kept
         model.faces = triangles.astype(np.uint16)
@@ -626,10 +711,13 @@ def _material_record(material: Material, endian: str) -> np.ndarray:
 
 
 def _texture_entry(image: Image, index: int) -> tuple:
+    """The texture table entry: as stored for an imported texture (its table may give another size than
+    the texture's real one), else the image's size."""
     extras = image.extras
     width, height = image.width, image.height
     if image.pixels is not None and not (width and height):
         height, width = image.pixels.shape[:2]
+    width, height = extras.get("width", width), extras.get("height", height)
     return (
         extras.get("index", index),
         extras.get("unknown", 0),
@@ -640,8 +728,8 @@ def _texture_entry(image: Image, index: int) -> tuple:
     )
 
 
-def _encode_weights(joints: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The four strongest influences per vertex as (joints, weight bytes = round(w × 255))."""
+def _encode_weights(joints: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The four strongest influences per vertex as (joints, weight bytes = round(w × 255), weights)."""
     joints = np.asarray(joints, np.int64)
     weights = np.asarray(weights, np.float64)
     if joints.shape[1] < INFLUENCES:
@@ -649,10 +737,10 @@ def _encode_weights(joints: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray
     order = np.argsort(-weights, axis=1, kind="stable")[:, :INFLUENCES]
     joints = np.take_along_axis(joints, order, 1)
     weights = np.take_along_axis(weights, order, 1)
-    return joints, np.clip(np.rint(weights * 255), 0, 255).astype(np.uint8)
+    return joints, np.clip(np.rint(weights * 255), 0, 255).astype(np.uint8), weights
 
 
-def _kept_draw_list(model, extras, triangles, face_material, count, joints, weight_bytes):
+def _kept_draw_list(model, extras, triangles, face_material, count, joints, weight_bytes, weights):
     """Bone id bytes (V, 4) when the stored draw list still fits the scene (filled into ``model``), else None."""
     if not extras or extras.get("face_count") != len(triangles) or count > MAX_VERTICES:
         return None
@@ -684,12 +772,10 @@ def _kept_draw_list(model, extras, triangles, face_material, count, joints, weig
         stored = extras.get("skin", b"")
         if len(stored) == count * 2 * INFLUENCES:
             raw = np.frombuffer(stored, np.uint8).reshape(count, 2 * INFLUENCES)
-            original_joints, _ = resolve_skin(trial, vertex_rig, raw[:, :INFLUENCES], raw[:, INFLUENCES:])
-            same = np.all(
-                _canonical_skin(original_joints, raw[:, INFLUENCES:])
-                == _canonical_skin(joints, weight_bytes),
-                axis=1,
+            original_joints, original = resolve_skin(
+                trial, vertex_rig, raw[:, :INFLUENCES], raw[:, INFLUENCES:]
             )
+            same = same_skin(original_joints, original, joints, weights)
         else:
             raw, same = np.zeros((count, 2 * INFLUENCES), np.uint8), np.zeros(count, bool)
         ids = _palette_ids(trial, vertex_rig, joints, weight_bytes, ~same)
@@ -787,7 +873,8 @@ def _build_draw_list(model, triangles, face_material, positions, joints, weight_
 
 
 def _entry_bounds(model: tmd0.TMD0) -> np.ndarray:
-    """A box per draw list entry around the faces it draws (its stored box when it draws none)."""
+    """A box per draw list entry around the faces it draws: its stored box while that still holds them
+    (or when it draws none), so that an edit changes only the boxes it must."""
     boxes = model.draw_list["bounds"].copy()
     drawn: dict[int, list[np.ndarray]] = {}
     for entry, _, _, group in draw_calls(model):
@@ -797,7 +884,10 @@ def _entry_bounds(model: tmd0.TMD0) -> np.ndarray:
     for entry, parts in drawn.items():
         vertices = np.concatenate(parts)
         if len(vertices):
-            boxes[entry] = _bounds(positions[vertices])
+            tight = _bounds(positions[vertices])
+            inside = np.all(tight[:3] >= boxes[entry][:3]) and np.all(tight[3:] <= boxes[entry][3:])
+            if not inside:
+                boxes[entry] = tight
     return boxes
 
 
@@ -826,13 +916,16 @@ def _vertices(
     fields = out.dtype.names
     if "normal" in fields:
         out["normal"][:, :3] = np.clip(np.rint(normals[source] * 128 + 127), 0, 255)
-        stored = extras.get("normal_w", b"")
-        if len(stored) == count:
-            out["normal"][:, 3] = np.frombuffer(stored, np.uint8)[source]
+        stored = extras.get("normals", b"")
+        if len(stored) == 4 * count:
+            raw = np.frombuffer(stored, np.uint8).reshape(count, 4)[source]
+            same = same_normals(normals[source], raw)
+            out["normal"][same, :3] = raw[same, :3]
+            out["normal"][:, 3] = raw[:, 3]
     for k, key in enumerate(("uv0", "uv1", "uv2")):
         if key in fields:
             uv = np.asarray(_per_vertex(mesh.uv_layers[k], triangles, count), np.float64)[source]
-            raw = np.stack([uv[:, 0], 1 - uv[:, 1]], axis=1) * 1024
+            raw = np.stack([uv[:, 0], -uv[:, 1]], axis=1) * 1024
             out[key] = np.clip(np.rint(raw), -0x8000, 0x7FFF)
     if "colour" in fields:
         colour = np.asarray(_per_vertex(mesh.color_layers[0], triangles, count), np.float64)[source]
@@ -841,6 +934,23 @@ def _vertices(
         out["weights"] = weight_bytes[source]
         out["bone_ids"] = bone_ids
     return out
+
+
+def same_normals(normals: np.ndarray, raw: np.ndarray) -> np.ndarray:
+    """Per vertex: does ``normals`` (file axes) point where the stored bytes ``raw`` do? Compared as
+    directions within the stored quantisation, so Blender's unit normals match the file's slightly
+    unnormalised ones; a stored zero vector matches only the same bytes."""
+    stored = (raw[:, :3].astype(np.float64) - 127) / 128
+    length = np.linalg.norm(stored, axis=1)
+    current = np.asarray(normals, np.float64)
+    current_length = np.linalg.norm(current, axis=1)
+    usable = (length > 0) & (current_length > 0)
+    safe = np.where(usable, 1, 0)[:, None]
+    unit_stored = stored / np.where(usable, length, 1)[:, None] * safe
+    unit_current = current / np.where(usable, current_length, 1)[:, None] * safe
+    close = np.linalg.norm(unit_stored - unit_current, axis=1) <= NORMAL_TOLERANCE / np.maximum(length, 1e-9)
+    exact = np.all(np.clip(np.rint(current * 128 + 127), 0, 255) == raw[:, :3], axis=1)
+    return exact | (usable & close)
 
 
 def _layout(stored: dict | None) -> tmd0.Layout | None:

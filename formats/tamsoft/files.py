@@ -8,20 +8,21 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ExportError, FormatError
 from ..files import write_files
 from ..options import Panel, option, oriented
 from ..scene import Scene
+from ..textures import dds, gxt
 from ..toshi import tmd as toshi_tmd
-from . import cat, convert, names, tmd0
+from . import cat, convert, names, texture_cat, tmd0
 
 EXTENSIONS = (".tmd", ".cat")
 # Scene extras: the file the model came from, and its CAT without the model payload.
 CONTAINER = "cat"
-# ... and its texture CAT without the texture payloads (those travel on the images).
+# ... and its texture CAT without the DDS files the images carry.
 TEXTURE_CONTAINER = "texture_cat"
 
 Orientation = oriented(convert.AXES)
@@ -49,7 +50,46 @@ def read_names(path: str) -> list[str]:
         return names.parse_names(f.read())
 
 
-def _stored_container(package: cat.Package) -> dict:
+@dataclass
+class Package:
+    """A model as found on disk: bare or inside a CAT, with the textures of the CAT next to it."""
+
+    model: tmd0.TMD0
+    name: str
+    textures: list[tuple[str, texture_cat.Resource | None]] | None  # per model texture
+    cat: cat.CAT | None = None  # the model CAT, to write an edited model back into
+    index: int = 0  # the model's payload in ``cat``
+    texture_cat: cat.CAT | None = None  # the texture CAT, to write edited textures back into
+    warnings: list[str] = field(default_factory=list)
+
+
+def open_model(path: Path) -> Package:
+    """Read a bare tmd0 or a model CAT, and the texture CAT next to it when there is one.
+
+    The model is named after the package of the CAT's first line; its textures are the resources
+    the CAT's name list names, found by name in the texture CAT."""
+    path = Path(path)
+    data = path.read_bytes()
+    if data[:4] in tmd0.MAGICS:
+        return Package(tmd0.read(data, str(path)), path.stem, None)
+    container = cat.read(data, str(path))
+    index = cat.model_index(container, str(path))
+    model = tmd0.read(container.payloads[index], str(path), container.payload_offset(index))
+    package = Package(model, texture_cat.package_name(container) or path.stem, None, container, index)
+    texture_path = cat.texture_cat_path(path)
+    if texture_path is not None:
+        package.texture_cat = cat.read(texture_path.read_bytes(), str(texture_path))
+        found = texture_cat.resources(package.texture_cat, str(texture_path))
+        package.textures, warnings = texture_cat.model_textures(
+            len(model.textures), texture_cat.resource_names(container), found
+        )
+        package.warnings += [f"{texture_path.name}: {w}" for w in warnings]
+    elif len(package.model.textures):
+        package.warnings.append(f"no texture CAT next to {path.name}: textures are left empty")
+    return package
+
+
+def _stored_container(package: Package) -> dict:
     """The model's CAT minus the model itself (kept by its hash), to write an edited model back into."""
     container = package.cat
     return {
@@ -73,25 +113,55 @@ def container_bytes(stored: dict, model_bytes: bytes) -> bytes:
     return cat.write(cat.replace_payload(container, index, model_bytes))
 
 
-def _stored_texture_container(package: cat.Package) -> dict:
-    """The texture CAT minus the payloads of the model's textures (each image keeps its own)."""
+def _stored_texture_container(package: Package) -> dict:
+    """The texture CAT as parts to reassemble: a DDS file a model texture shows travels on its image
+    (``{"image": i}``), every other byte stays here (GXT files too, with the images that show them)."""
     container = package.texture_cat
-    count = min(len(container.payloads), len(package.model.textures))
+    owner: dict[tuple[int, int], int] = {}  # (payload, slot) → the first model texture showing it
+    for i, (_, resource) in enumerate(package.textures or []):
+        if resource is not None:
+            owner.setdefault((resource.payload, resource.slot), i)
+    payloads = []
+    for index, payload in enumerate(container.payloads):
+        if texture_cat.is_bundle(payload):
+            bundle = texture_cat.read_bundle(payload)
+            parts = [_part(data, owner.get((index, k)), {}) for k, data in enumerate(bundle.resources)]
+            layout = {
+                "header_size": bundle.header_size,
+                "padding": bundle.header_padding,
+                "tail": bundle.tail,
+            }
+            payloads.append({"bundle": layout, "parts": parts})
+        elif payload[:4] == gxt.MAGIC:
+            shown = {str(slot): i for (p, slot), i in owner.items() if p == index}
+            payloads.append({"parts": [_part(payload, None, shown)]})
+        else:
+            payloads.append({"parts": [_part(payload, owner.get((index, 0)), {})]})
     return {
         "endian": container.endian,
         "header_size": container.header_size,
         "name_block": container.name_block,
-        "texture_count": count,
-        "other_payloads": list(container.payloads[count:]),
+        "payloads": payloads,
     }
 
 
-def texture_container_bytes(stored: dict, images) -> tuple[bytes, list[str]]:
-    """The stored texture CAT with its textures taken from ``images`` (the exported model's), and warnings."""
-    payloads, warnings = convert.texture_payloads(images, stored["texture_count"])
-    payloads += [bytes(p) for p in stored["other_payloads"]]
+def _part(data: bytes, image: int | None, shown: dict[str, int]) -> dict:
+    """One stored file: a DDS shown by ``image`` is left to that image; a GXT keeps its bytes here
+    with the images that show its textures (``shown``: texture → image)."""
+    if data[:4] == gxt.MAGIC:
+        if image is not None:
+            shown = {"0": image}
+        return {"bytes": data, "gxt_images": shown}
+    if image is not None and data[:4] == dds.MAGIC:
+        return {"image": image}
+    return {"bytes": data}
+
+
+def texture_container_bytes(stored: dict, images) -> bytes:
+    """The stored texture CAT with the textures of ``images`` (the exported model's)."""
+    payloads = convert.texture_payloads(images, stored["payloads"])
     container = cat.CAT(stored["endian"], stored["header_size"], stored["name_block"], payloads)
-    return cat.write(container), warnings
+    return cat.write(container)
 
 
 def load(path: str, options: ImportOptions) -> Scene:
@@ -103,7 +173,7 @@ def load(path: str, options: ImportOptions) -> Scene:
     with open(path, "rb") as f:
         if f.read(len(toshi_tmd.MAGIC)) == toshi_tmd.MAGIC:  # JPOG models share the .tmd extension
             raise FormatError(path, 0, "a Toshi / JPOG model (TMDL), not a Tamsoft tmd0: use its importer")
-    package = cat.open_model(Path(path))
+    package = open_model(Path(path))
     names_file = options.names_file
     candidates = read_names(names_file) if names_file else []
     scene = convert.to_scene(
@@ -146,6 +216,5 @@ def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
                 f"{os.path.basename(path)} has no _mdl_ in its name: its texture CAT was not written"
             )
         else:
-            files[str(texture_path)], warnings = texture_container_bytes(stored_textures, scene.images)
-            scene.warnings.extend(warnings)
+            files[str(texture_path)] = texture_container_bytes(stored_textures, scene.images)
     return write_files(files)

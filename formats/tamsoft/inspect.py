@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import cat, tmd0
+from ..errors import FormatError
+from ..textures import dds, gxm, gxt
+from . import cat, texture_cat, tmd0
 
 
 def detect(data: bytes, name: str) -> bool:
@@ -15,16 +17,57 @@ def summarize(data: bytes, name: str) -> str:
     if data[:4] in tmd0.MAGICS:
         return _model(tmd0.read(data, name), name)
     container = cat.read(data, name)
-    names = container.names()
+    groups = texture_cat.entries(container)
+    found = texture_cat.resources(container, name)
     lines = [f"{name}: Tamsoft CAT container, header size 0x{container.header_size:X}"]
-    lines.append(f"  entries: {len(container.payloads)}")
+    lines.append(
+        f"  payloads: {len(container.payloads)}, name list lines: {sum(len(g.names) for g in groups)}"
+    )
     for i, payload in enumerate(container.payloads):
-        label = names[i] if i < len(names) else "(unnamed)"
-        lines.append(f"    {i:3d} {label:<40} {len(payload):8d} bytes, starts {payload[:4]!r}")
+        group = groups[i] if i < len(groups) else texture_cat.Entry("", "")
+        label = f"{group.type},{group.package}" if group.type or group.package else "(unnamed)"
+        resources = [r for r in found if r.payload == i]
+        if payload[:4] in tmd0.MAGICS:
+            kind = "tmd0 model"
+        elif texture_cat.is_bundle(payload):
+            kind = f"bundle of {len(resources)}"
+        elif resources and resources[0].kind == "gxt":
+            kind = f"GXT of {len(resources)}"
+        else:
+            kind = "file"
+        lines.append(
+            f"    payload {i}: {kind}, {len(payload)} bytes at 0x{container.payload_offset(i):X} ({label})"
+        )
+        if payload[:4] in tmd0.MAGICS:
+            lines.append(f"      names: {', '.join(group.names)}")
+        for resource in resources:
+            lines.append(f"      {resource.name}: {_resource(resource)}")
     for i, payload in enumerate(container.payloads):
         if payload[:4] in tmd0.MAGICS:
             lines.append(_model(tmd0.read(payload, f"{name}[{i}]"), f"  entry {i}"))
     return "\n".join(lines)
+
+
+def _resource(resource: texture_cat.Resource) -> str:
+    """Format and size of one texture of a texture CAT."""
+    try:
+        if resource.format == "DDS":
+            texture = dds.read(resource.data, resource.name)
+            return (
+                f"DDS {texture.width}×{texture.height} {texture.format}, {texture.mip_count} mip level(s), "
+                f"{len(resource.data)} bytes"
+            )
+        if resource.format == "GXT":
+            record = gxt.read(resource.data, resource.name).textures[
+                resource.slot if resource.kind == "gxt" else 0
+            ]
+            return (
+                f"GXT {record.width}×{record.height} {gxm.format_name(record.format)}, "
+                f"{gxm.type_name(record.texture_type)}, {record.level_count} mip level(s), {record.data_size} bytes"
+            )
+    except FormatError as e:
+        return f"unreadable ({e.problem})"
+    return f"{len(resource.data)} bytes starting {resource.data[:4]!r}"
 
 
 def _model(model: tmd0.TMD0, name: str) -> str:

@@ -21,8 +21,8 @@ import numpy as np
 
 from ..binary import Reader
 from ..errors import ExportError, FormatError
-from . import gxm
-from .raster import as_rgba, pad_to_multiple
+from . import dds, gxm
+from .raster import as_rgba
 
 MAGIC = b"GXT\0"
 VERSION = 0x10000003
@@ -329,21 +329,13 @@ def _encode_levels(
     parts, image = [], rgba
     for level in levels(texture, base):
         if image.shape[:2] != (level.height, level.width):
-            image = _half_size(image, level.width, level.height)
+            image = dds.half_size(image)
         parts.append(
             gxm.encode(
                 image, texture.format, texture.texture_type, level.size, palette=palette, stride=stride
             )
         )
     return b"".join(parts)
-
-
-def _half_size(rgba: np.ndarray, width: int, height: int) -> np.ndarray:
-    """The next mip level: 2×2 averages (edges repeated on odd sizes), cropped to ``width × height``."""
-    padded = pad_to_multiple(rgba, 2, 2).astype(np.uint16)
-    rows, columns = padded.shape[0] // 2, padded.shape[1] // 2
-    summed = padded.reshape(rows, 2, columns, 2, 4).sum(axis=(1, 3))
-    return np.ascontiguousarray(((summed + 2) // 4).astype(np.uint8)[:height, :width])
 
 
 def _replace_data(gxt: GXT, index: int, texture: GXTTexture, blob: bytes, label: str) -> GXT:

@@ -17,6 +17,7 @@ import demo_creature
 import numpy as np
 import pytest
 import scene_dump
+import texture_pair
 import tmrf_fixtures
 import ttyd_support
 from j3d_support import make_armature, material_object
@@ -26,7 +27,7 @@ from retro_models.formats.textures import dds, gx
 from retro_models.formats.textures import tpl as tpl_format
 from retro_models.operators.blender.build import build_scene
 from support import GOLDEN, REGENERATE, corpus_file
-from tamsoft_fixtures import cat_bytes, dds_rgba, tmd0_bytes
+from tamsoft_fixtures import tmd0_bytes
 
 
 def toshi_demo_creature(folder):
@@ -41,9 +42,9 @@ def tamsoft_tetrahedron(folder):
 
 
 def tamsoft_cat_pair(folder):
-    (folder / "m_mdl_00.cat").write_bytes(cat_bytes([tmd0_bytes()], ["TMD_TOON,pkg,m"]))
-    (folder / "m_tex_00.cat").write_bytes(cat_bytes([dds_rgba(4, 2)], ["DDS,pkg,skin"]))
-    assert bpy.ops.import_scene.tamsoft_tmd0(filepath=str(folder / "m_mdl_00.cat")) == {"FINISHED"}
+    """A model and texture CAT pair laid out as the measured real pair (bundles of DDS files)."""
+    texture_pair.write_pair(folder)
+    assert bpy.ops.import_scene.tamsoft_tmd0(filepath=str(folder / "pl00_head_mdl_hi.cat")) == {"FINISHED"}
 
 
 def tmrf_full(folder):

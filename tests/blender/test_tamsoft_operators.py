@@ -84,7 +84,7 @@ def test_model_written_by_the_project_exports_byte_identical(empty_scene, tmp_pa
 
 
 def test_cat_with_texture_cat_round_trips(empty_scene, tmp_path):
-    model_cat = cat_bytes([tmd0_bytes()], ["TMD_TOON,pkg,asuka"])
+    model_cat = cat_bytes([tmd0_bytes()], ["TMD_TOON,asuka,asuka_body"])
     (tmp_path / "asuka_mdl_00.cat").write_bytes(model_cat)
     (tmp_path / "asuka_tex_00.cat").write_bytes(cat_bytes([b"GXT\0" + bytes(12)], ["GXT,pkg,asuka_body"]))
     from retro_models.operators.blender import props
@@ -100,7 +100,7 @@ def test_cat_with_texture_cat_round_trips(empty_scene, tmp_path):
 
 
 def test_dds_texture_is_loaded(empty_scene, tmp_path):
-    (tmp_path / "m_mdl_00.cat").write_bytes(cat_bytes([tmd0_bytes()], ["TMD_TOON,pkg,m"]))
+    (tmp_path / "m_mdl_00.cat").write_bytes(cat_bytes([tmd0_bytes()], ["TMD_TOON,m,skin"]))
     (tmp_path / "m_tex_00.cat").write_bytes(cat_bytes([dds_rgba()], ["DDS,pkg,skin"]))
     import_model(tmp_path / "m_mdl_00.cat")
     image = bpy.data.images["skin"]
@@ -298,7 +298,7 @@ def textured_package(folder: Path) -> tuple[bytes, bytes]:
     model.textures["index"] = np.arange(4)
     model.textures["width"][:3], model.textures["height"][:3] = [4, 8, 8], [4, 8, 4]
     model.materials["slots"]["texture"][0, 1:4] = [1, 2, 3]
-    model_cat = cat_bytes([tmd0.write(model)], ["TMD_TOON,pkg,m"])
+    model_cat = cat_bytes([tmd0.write(model)], ["TMD_TOON,m,skin", ",,normal", ",,spec", ",,ramp"])
     texture_cat = cat_bytes(payloads, TEXTURE_LINES)
     (folder / "m_mdl_00.cat").write_bytes(model_cat)
     (folder / "m_tex_00.cat").write_bytes(texture_cat)
@@ -358,3 +358,93 @@ def test_edited_gxt_texture_is_refused_and_nothing_written(empty_scene, tmp_path
     # A bare tmd0 has no texture container: it exports as before.
     assert bpy.ops.export_scene.tamsoft_tmd0(filepath=str(out / "m.tmd")) == {"FINISHED"}
     assert [p.name for p in out.iterdir()] == ["m.tmd"]
+
+
+# -- a model and texture CAT pair laid out as the real ones ---------------------------------------
+
+
+def import_pair(folder: Path, **pair) -> tuple[bytes, bytes]:
+    import texture_pair
+
+    model, textures = texture_pair.write_pair(folder, **pair)
+    import_model(folder / "pl00_head_mdl_hi.cat")
+    return model, textures
+
+
+def export_pair(folder: Path) -> tuple[bytes, bytes]:
+    folder.mkdir(exist_ok=True)
+    model = export_model(folder / "pl00_head_mdl_hi.cat")
+    return model, (folder / "pl00_head_tex_hi.cat").read_bytes()
+
+
+@pytest.mark.parametrize("vita", [False, True])
+def test_pair_imports_with_its_textures_shown_and_exports_byte_identical(empty_scene, tmp_path, vita):
+    import texture_pair
+
+    model, textures = import_pair(tmp_path, vita=vita)
+    mesh = the_mesh()
+    assert mesh.data.name == "pl00_head" and "pl00_head" in bpy.data.armatures  # the package, not a texture
+    expected = texture_pair.vita_files() if vita else texture_pair.dds_files()
+    material = mesh.data.materials[0]
+    shown = {n.image.name for n in material.node_tree.nodes if n.type == "TEX_IMAGE"}
+    assert shown == {"pl00_face00", "toon_sdw_skin00"}
+    for name in texture_pair.MODEL_TEXTURES:
+        image = bpy.data.images[name]
+        width, height = image.size
+        pixels = np.empty(width * height * 4, np.float32)
+        image.pixels.foreach_get(pixels)
+        decoded = np.rint(pixels.reshape(height, width, 4)[::-1] * 255).astype(np.uint8)
+        assert np.array_equal(decoded, expected[name][1]), name
+    uv = np.empty(2 * len(mesh.data.loops), np.float32)
+    mesh.data.uv_layers[0].data.foreach_get("uv", uv)
+    assert uv.min() >= 0 and uv.max() <= 1
+    # Blender shows the stored normals' directions (they are not unit length in the file).
+    corner = np.empty(3 * len(mesh.data.loops), np.float32)
+    mesh.data.corner_normals.foreach_get("vector", corner)
+    vertex = np.empty(len(mesh.data.loops), np.int32)
+    mesh.data.loops.foreach_get("vertex_index", vertex)
+    stored = texture_pair.model_scene().meshes[0].normals.data[vertex]
+    stored /= np.linalg.norm(stored, axis=1, keepdims=True)
+    assert np.abs(corner.reshape(-1, 3) - stored).max() < 1e-3
+    assert export_pair(tmp_path / "out") == (model, textures)
+
+
+def test_moving_one_vertex_changes_only_its_bytes(empty_scene, tmp_path):
+    from retro_models.formats.tamsoft import cat, tmd0
+
+    model_cat, textures = import_pair(tmp_path)
+    data = the_mesh().data
+    # The grid's centre, so that the bounds stay. Blender keeps custom normals relative to the edges
+    # around each vertex, so a long move turns the normals of the vertex and its neighbours (a real
+    # change of what Blender shows); a short one stays within the precision of the stored bytes.
+    data.vertices[12].co.x += 0.01
+    written, written_textures = export_pair(tmp_path / "out")
+    assert written_textures == textures
+    before = cat.read(model_cat).payloads[0]
+    after = cat.read(written).payloads[0]
+    assert len(after) == len(before)
+    model = tmd0.read(before)
+    stride = model.vertices.dtype.itemsize
+    start = model.layout.tables["vertices"][0] + 12 * stride
+    changed = np.flatnonzero(np.frombuffer(before, np.uint8) != np.frombuffer(after, np.uint8))
+    assert len(changed) and changed.min() >= start and changed.max() < start + stride  # its record only
+    assert np.frombuffer(after, np.float32, 3, start)[0] == np.float32(
+        np.frombuffer(before, np.float32, 3, start)[0] + np.float32(0.01)
+    )
+
+
+def test_edited_pair_texture_is_written_in_its_format(empty_scene, tmp_path):
+    import texture_pair
+    from retro_models.formats.tamsoft import cat, texture_cat
+    from retro_models.formats.textures import dds
+
+    model_cat, textures = import_pair(tmp_path, mips=True)
+    new = texture_pair.blocky(16, 16, 70)
+    paint(bpy.data.images["pl00_eye00"], new)
+    written, written_textures = export_pair(tmp_path / "out")
+    assert written == model_cat  # the texture table keeps its stored sizes
+    before, after = cat.read(textures), cat.read(written_textures)
+    assert after.payloads[1:] == before.payloads[1:]
+    eye = dds.read(texture_cat.read_bundle(after.payloads[0]).resources[0])
+    assert (eye.format, eye.mip_count) == ("DXT1", 5)
+    assert eye.data.startswith(dds.encode_blocks("DXT1", new))

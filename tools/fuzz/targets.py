@@ -35,13 +35,14 @@ addon_package.load()
 import demo_creature  # noqa: E402
 import j3d_fixtures  # noqa: E402
 import tamsoft_fixtures  # noqa: E402
+import texture_pair  # noqa: E402
 import tmrf_fixtures  # noqa: E402
 import toshi_fixtures  # noqa: E402
 import ttyd_fixtures  # noqa: E402
 from retro_models.formats.errors import FormatError  # noqa: E402
 from retro_models.formats.j3d import bck, bmt, bpk, brk, btk, btp, material_set  # noqa: E402
 from retro_models.formats.j3d import convert as j3d_convert  # noqa: E402
-from retro_models.formats.tamsoft import cat, tmd0  # noqa: E402
+from retro_models.formats.tamsoft import cat, texture_cat, tmd0  # noqa: E402
 from retro_models.formats.tamsoft import convert as tamsoft_convert  # noqa: E402
 from retro_models.formats.textures import dds, gx, tpl  # noqa: E402
 from retro_models.formats.tmrf import convert as tmrf_convert  # noqa: E402
@@ -111,13 +112,17 @@ def toshi_sets() -> list[dict[str, bytes]]:
 @functools.cache
 def tamsoft_sets() -> list[dict[str, bytes]]:
     demo = tmd0.write(tamsoft_convert.from_scene(demo_creature.demo_scene()))
-    model_cat = tamsoft_fixtures.cat_bytes([tamsoft_fixtures.tmd0_bytes()], ["TMD_TOON,pkg,m"])
+    model_cat = tamsoft_fixtures.cat_bytes([tamsoft_fixtures.tmd0_bytes()], ["TMD_TOON,m,skin"])
     texture_cat = tamsoft_fixtures.cat_bytes([tamsoft_fixtures.dds_rgba(4, 2)], ["DDS,pkg,skin"])
     return [
         {"little.tmd": tamsoft_fixtures.tmd0_bytes("<", True)},
         {"big.tmd": tamsoft_fixtures.tmd0_bytes(">", False)},
         {"demo.tmd": demo},
         {"m_mdl_00.cat": model_cat, "m_tex_00.cat": texture_cat},
+        {
+            "pl00_head_mdl_00.cat": texture_pair.model_cat(),
+            "pl00_head_tex_00.cat": texture_pair.texture_cat(),
+        },
     ]
 
 
@@ -183,22 +188,25 @@ def run_toshi(data: bytes, seed: Seed):
     return toshi_convert.to_scene(model, library, materials, filename=seed.name)
 
 
-def tamsoft_textures(seed: Seed) -> list[tuple[str, bytes]] | None:
+def tamsoft_textures(seed: Seed, model: tmd0.TMD0, names: list[str]) -> list | None:
+    """The model's textures found by ``names`` in the texture CAT among the seed's files."""
     if not any(name.endswith("_tex_00.cat") for name in seed.partners):
         return None
-    return cat.textures(cat.read(*find_file(seed.partners, "_tex_00.cat")))
+    found = texture_cat.resources(cat.read(*find_file(seed.partners, "_tex_00.cat")))
+    return texture_cat.model_textures(len(model.textures), names, found)[0]
 
 
 def run_tmd0(data: bytes, seed: Seed):
     model = tmd0.read(data, seed.name)
-    return tamsoft_convert.to_scene(model, tamsoft_textures(seed), name=seed.name)
+    return tamsoft_convert.to_scene(model, tamsoft_textures(seed, model, []), name=seed.name)
 
 
 def run_cat(data: bytes, seed: Seed):
     """A model CAT as the importer opens it: the tmd0 payload, textures from the CAT next to it."""
     container = cat.read(data, seed.name)
     model = tmd0.read(container.payloads[cat.model_index(container, seed.name)], seed.name)
-    return tamsoft_convert.to_scene(model, tamsoft_textures(seed), name=seed.name)
+    textures = tamsoft_textures(seed, model, texture_cat.resource_names(container))
+    return tamsoft_convert.to_scene(model, textures, name=seed.name)
 
 
 def run_tmrf(data: bytes, seed: Seed):

@@ -3,7 +3,7 @@
 import pytest
 from retro_models.formats.errors import ExportError, FormatError
 from retro_models.formats.tamsoft import files
-from tamsoft_fixtures import cat_bytes, tmd0_bytes
+from tamsoft_fixtures import cat_bytes, dds_rgba, tmd0_bytes
 
 
 def test_names_file_that_matches_nothing_is_a_warning(tmp_path):
@@ -15,10 +15,19 @@ def test_names_file_that_matches_nothing_is_a_warning(tmp_path):
 
 
 def test_undecodable_textures_are_a_warning(tmp_path):
-    (tmp_path / "asuka_mdl_00.cat").write_bytes(cat_bytes([tmd0_bytes()], ["TMD_TOON,pkg,asuka"]))
+    (tmp_path / "asuka_mdl_00.cat").write_bytes(cat_bytes([tmd0_bytes()], ["TMD_TOON,asuka,asuka_body"]))
     (tmp_path / "asuka_tex_00.cat").write_bytes(cat_bytes([b"GXT\0" + bytes(12)], ["GXT,pkg,asuka_body"]))
     scene = files.load(str(tmp_path / "asuka_mdl_00.cat"), files.ImportOptions())
-    assert any("asuka_body (GXT)" in w for w in scene.warnings)
+    assert scene.name == "asuka"
+    assert any("asuka_body (unknown GXT version 0x00000000" in w for w in scene.warnings)
+
+
+def test_a_texture_the_texture_cat_lacks_is_a_warning(tmp_path):
+    (tmp_path / "a_mdl_00.cat").write_bytes(cat_bytes([tmd0_bytes()], ["TMD_TOON,a,a_face"]))
+    (tmp_path / "a_tex_00.cat").write_bytes(cat_bytes([dds_rgba()], ["GXT,pkg,a_body"]))
+    scene = files.load(str(tmp_path / "a_mdl_00.cat"), files.ImportOptions())
+    assert scene.images[0].name == "a_face" and scene.images[0].pixels is None
+    assert "a_tex_00.cat: not in the texture CAT: a_face" in scene.warnings
 
 
 def test_a_jpog_model_is_refused_by_name(tmp_path):

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from retro_models.formats import extras
 from retro_models.formats.errors import ExportError, FormatError
-from retro_models.formats.tamsoft import cat, convert, inspect, names, tmd0
+from retro_models.formats.tamsoft import cat, convert, files, inspect, names, texture_cat, tmd0
 from tamsoft_fixtures import (
     BONE_HEADS,
     BONE_IDS,
@@ -217,17 +217,15 @@ def test_cat_bad_input():
 
 def test_open_model_with_texture_cat(tmp_path):
     model_path = tmp_path / "asuka_mdl_00.cat"
-    model_path.write_bytes(cat_bytes([tmd0_bytes()], ["TMD_TOON,pkg,asuka"]))
+    model_path.write_bytes(cat_bytes([tmd0_bytes()], ["TMD_TOON,asuka,asuka_body"]))
     (tmp_path / "asuka_tex_00.cat").write_bytes(cat_bytes([b"GXT\0" + bytes(12)], ["GXT,pkg,asuka_body"]))
-    package = cat.open_model(model_path)
-    assert package.name == "asuka" and package.textures == [("asuka_body", b"GXT\0" + bytes(12))]
+    package = files.open_model(model_path)
+    assert package.name == "asuka" and [name for name, _ in package.textures] == ["asuka_body"]
     scene = convert.to_scene(package.model, package.textures)
+    # A GXT that does not read: a named placeholder of the table's size, and a warning that says why.
     assert scene.images[0].name == "asuka_body" and scene.images[0].pixels is None
-    assert scene.images[0].source_format == "GXT" and (scene.images[0].width, scene.images[0].height) == (
-        64,
-        32,
-    )
-    assert any("asuka_body (GXT)" in w for w in scene.warnings)
+    assert (scene.images[0].width, scene.images[0].height) == (64, 32)
+    assert any("asuka_body (unknown GXT version" in w for w in scene.warnings)
     edited = convert.from_scene(scene)
     container = cat.replace_payload(package.cat, package.index, tmd0.write(edited))
     assert cat.write(container) == model_path.read_bytes()
@@ -242,12 +240,13 @@ def test_errors_in_a_cat_payload_count_from_the_start_of_the_cat(tmp_path):
     start = cat.read(data).payload_offset(0)
     assert data[start : start + 4] == b"tmd0"
     with pytest.raises(FormatError, match="vertex 9") as caught:
-        cat.open_model(path)
+        files.open_model(path)
     assert caught.value.filename == str(path) and caught.value.offset == start + table_offsets()["faces"]
 
 
 def test_dds_texture_is_decoded():
-    scene = convert.to_scene(tmd0.read(tmd0_bytes()), [("tex", dds_rgba())])
+    resource = texture_cat.Resource("tex", 0, 0, "dds", dds_rgba())
+    scene = convert.to_scene(tmd0.read(tmd0_bytes()), [("tex", resource)])
     pixels = scene.images[0].pixels
     assert pixels.shape == (2, 2, 4) and pixels[0, 0].tolist() == [2, 1, 0, 3] and not scene.warnings
 
@@ -267,7 +266,7 @@ def test_to_scene(endian, interleaved):
     np.testing.assert_allclose(skeleton.local_rest()[1][:3, 3], [0, BONE_HEADS[1][1] - BONE_HEADS[0][1], 0])
     mesh = scene.meshes[0]
     np.testing.assert_array_equal(mesh.positions[0], [1, -1, 1])  # (x, -z, y)
-    assert mesh.uv_layers[0].data[0].tolist() == [0.5, 1.25]
+    assert mesh.uv_layers[0].data[0].tolist() == [0.5, 0.25]  # raw (512, -256): v = -raw / 1024
     np.testing.assert_array_equal(
         mesh.color_layers[0].data[0], np.float32([255, 128, 0, 255]) / np.float32(255)
     )
@@ -336,7 +335,7 @@ def test_hierarchy_and_bone_counts_that_differ_name_the_file_and_the_table(tmp_p
     struct.pack_into("<I", data, 144, 1)  # hierarchy count 1 for 2 bone matrices
     path = tmp_path / "m_mdl_0.cat"
     path.write_bytes(cat_bytes([bytes(data)], ["TMD_TOON,pkg,m"]))
-    package = cat.open_model(path)
+    package = files.open_model(path)
     with pytest.raises(FormatError, match="1 bone hierarchy entries for 2 bone matrices") as caught:
         convert.to_scene(package.model, filename=str(path))
     assert caught.value.filename == str(path)
@@ -361,6 +360,30 @@ def test_renamed_bone_gets_new_hash_and_edited_mesh_rebuilds():
     assert model.hierarchy["hash"].tolist() == [crc_name_hash("root"), 4027537564]
     np.testing.assert_array_equal(model.bounds, [-2, -2, -2, 2, 2, 2])
     assert model.draw_list["bounds"][0].tolist() == [-2, -2, -2, 2, 2, 2]
+
+
+def test_a_move_the_stored_boxes_still_hold_keeps_them():
+    original = tmd0.read(tmd0_bytes())
+    scene = convert.to_scene(original)
+    scene.meshes[0].positions[0] *= np.float32(1.2)  # past the model's bounds, inside the boxes (±1.5)
+    model = convert.from_scene(scene)
+    np.testing.assert_allclose(model.bounds, [-1, -1, -1, 1.2, 1.2, 1.2], rtol=1e-6)
+    assert model.draw_list["bounds"].tobytes() == original.draw_list["bounds"].tobytes()
+
+
+def test_a_bone_named_twice_by_a_vertex_gets_the_sum_and_its_bytes_go_back():
+    data = bytearray(tmd0_bytes())
+    vertex = table_offsets()["vertices"] + 3 * 32
+    data[vertex + 12 : vertex + 20] = bytes([200, 53, 0, 0, 1, 1, 0, 0])  # bone id 1 twice, sum 253
+    model = tmd0.read(bytes(data))
+    mesh = convert.to_scene(model).meshes[0]
+    assert mesh.skin_joints[3, :2].tolist() == [1, 1]
+    np.testing.assert_allclose(mesh.skin_weights[3, :2], [253 / 255, 0])
+    assert tmd0.write(convert.from_scene(convert.to_scene(model))) == bytes(data)
+    # As Blender gives it back (one vertex group per bone): one influence, normalised.
+    scene = convert.to_scene(model)
+    scene.meshes[0].skin_joints[3], scene.meshes[0].skin_weights[3] = [1, 0, 0, 0], [1, 0, 0, 0]
+    assert tmd0.write(convert.from_scene(scene)) == bytes(data)
 
 
 def test_from_scratch_palettes_split_at_32_bones():
@@ -400,37 +423,54 @@ def rgb24_dds(width: int, height: int) -> bytes:
     return header + pixel_format + struct.pack("<5I", 0x1000, 0, 0, 0, 0) + bytes(range(width * height * 3))
 
 
-def textured_scene(payloads: list[bytes]):
+def textured_pair(folder, payloads: list[bytes]) -> tuple[bytes, bytes]:
+    """t_mdl_00.cat (the fixture model with one texture per payload, named t0, t1, ...) and
+    t_tex_00.cat (one bare file per payload)."""
     model = tmd0.read(tmd0_bytes())
     model.textures = np.concatenate([model.textures] * len(payloads))
-    return convert.to_scene(model, [(f"t{i}", p) for i, p in enumerate(payloads)])
+    names = [f"t{i}" for i in range(len(payloads))]
+    model_cat = cat_bytes([tmd0.write(model)], [f"TMD_TOON,t,{names[0]}"] + [f",,{n}" for n in names[1:]])
+    texture_cat_data = cat_bytes(payloads, [f"DDS,pkg,{n}" for n in names])
+    (folder / "t_mdl_00.cat").write_bytes(model_cat)
+    (folder / "t_tex_00.cat").write_bytes(texture_cat_data)
+    return model_cat, texture_cat_data
 
 
-def test_texture_payloads_keep_unchanged_and_encode_edited():
+def test_edited_bare_dds_payloads_keep_their_layout(tmp_path):
     from retro_models.formats.textures import dds
 
     payloads = [rgb24_dds(4, 4), dds.encode(np.full((4, 4, 4), 9, np.uint8), "DXT1"), b"GXT\0" + bytes(12)]
-    images = textured_scene(payloads).images
-    assert convert.texture_payloads(images, 3) == (payloads, [])
+    model_cat, texture_cat_data = textured_pair(tmp_path, payloads)
+    scene = files.load(str(tmp_path / "t_mdl_00.cat"), files.ImportOptions())
+    out = tmp_path / "out"
+    out.mkdir()
+    files.save(scene, str(out / "t_mdl_00.cat"), files.ExportOptions())
+    assert (out / "t_tex_00.cat").read_bytes() == texture_cat_data
     edited = np.arange(64, dtype=np.uint8).reshape(4, 4, 4)
-    for image in images[:2]:
+    for image in scene.images[:2]:
         image.pixels, image.source_bytes = edited, None
-    written, warnings = convert.texture_payloads(images, 3)
-    assert warnings == ["texture 't0' (RGB) was written as an uncompressed DDS"]
-    assert np.array_equal(dds.read(written[0]).decode(), edited)  # RGB24 → A8R8G8B8 keeps alpha too
+    files.save(scene, str(out / "t_mdl_00.cat"), files.ExportOptions())
+    written = cat.read((out / "t_tex_00.cat").read_bytes()).payloads
+    rgb = dds.read(written[0])
+    assert (rgb.format, rgb.bit_count, rgb.header) == ("RGB", 24, dds.read(payloads[0]).header)  # layout kept
+    assert np.array_equal(rgb.decode()[..., :3], edited[..., :3])
     assert dds.read(written[1]).format == "DXT1" and len(written[1]) % 16 == 0
     assert written[2] == payloads[2]
+    assert (out / "t_mdl_00.cat").read_bytes() == model_cat
 
 
-def test_texture_payloads_refuse_what_the_cat_cannot_hold():
-    images = textured_scene([b"GXT\0" + bytes(12), b"GXT\0" + bytes(12)]).images
-    with pytest.raises(ExportError, match="2 images.*missing"):
-        convert.texture_payloads(images, 3)
+def test_texture_payloads_refuse_what_the_cat_cannot_hold(tmp_path):
+    textured_pair(tmp_path, [b"GXT\0" + bytes(12), b"GXT\0" + bytes(12)])
+    scene = files.load(str(tmp_path / "t_mdl_00.cat"), files.ImportOptions())
+    stored = scene.extras[files.TEXTURE_CONTAINER]["payloads"]
+    images = scene.images
+    with pytest.raises(ExportError, match="shows 2 textures but the model has 1 images.*missing"):
+        convert.texture_payloads(images[:1], stored)
     images[1].pixels, images[1].source_bytes = np.zeros((2, 2, 4), np.uint8), None
-    with pytest.raises(ExportError, match="'t1' was edited but its GXT"):
-        convert.texture_payloads(images, 2)
+    with pytest.raises(ExportError, match="'t1' cannot be written as its GXT texture"):
+        convert.texture_payloads(images, stored)
     with pytest.raises(ExportError, match="'t1' has no place in the texture CAT"):
-        convert.texture_payloads(images, 1)
+        convert.texture_payloads(images, stored[:1])
 
 
 def test_texture_cat_name_follows_the_model_name(tmp_path):
