@@ -1,0 +1,360 @@
+"""Yaz0 and Yay0: the LZ77 compression of GameCube and Wii files (.szs, .carc, .szp, members).
+
+Both share one token stream: a literal byte, or a back-reference ``NDDD`` (big-endian u16,
+distance ``DDD + 1`` up to 4096, length ``N + 2``, or a further byte + 0x12 when ``N`` is 0,
+so 3…273) read MSB first from code bits. Yaz0 interleaves code bytes, literals and
+references in one stream; Yay0 keeps the code words, the references and the literal /
+extra-length bytes in three streams.
+
+Decoding is vectorised: the token stream is parsed with numpy (every position's group length
+at once, then one Python step per group of eight tokens), and the output is built by
+resolving, for every output byte, the literal it copies (pointer jumping), so no Python code
+runs per byte. A declared size is never trusted beyond what the stream can expand to.
+
+Encoding finds matches with ``bytes.rfind`` in the 4 KB window (greedy, with one step of lazy
+matching); the same tokens pack into either layout.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from ..errors import FormatError
+
+YAZ0 = b"Yaz0"
+YAY0 = b"Yay0"
+HEADER_SIZE = 16
+WINDOW = 0x1000
+MIN_MATCH = 3
+MAX_MATCH = 0x111
+# The most output one input byte can give: a 3-byte reference of 273 bytes and an eighth of a
+# code byte. Declared sizes above this bound are refused before anything is allocated.
+MAX_EXPANSION = MAX_MATCH * 8 // (3 * 8 + 1) + 1
+
+_REFERENCE_BYTES = np.where(np.arange(256) >> 4 == 0, 3, 2).astype(np.int8)  # by a reference's first byte
+
+
+def is_compressed(data: bytes) -> bool:
+    return data[:4] in (YAZ0, YAY0)
+
+
+def declared_size(data: bytes) -> int:
+    return struct.unpack_from(">I", data, 4)[0]
+
+
+def decompress(data: bytes, filename: str = "<bytes>", limit: int | None = None) -> bytes:
+    """The bytes a Yaz0 or Yay0 file holds; with ``limit``, only (at most) the first ``limit``.
+
+    A stream that ends before ``limit`` bytes is not an error in prefix mode: detection may
+    hand over the first few kilobytes of a file.
+    """
+    if len(data) < HEADER_SIZE:
+        raise FormatError(filename, 0, f"compressed file header needs {HEADER_SIZE} bytes, found {len(data)}")
+    magic = bytes(data[:4])
+    if magic not in (YAZ0, YAY0):
+        raise FormatError(filename, 0, f"expected 'Yaz0' or 'Yay0', found {magic!r}")
+    size = declared_size(data)
+    if limit is None and size > MAX_EXPANSION * len(data):
+        raise FormatError(
+            filename, 4, f"declared size {size} is more than {len(data)} compressed bytes can expand to"
+        )
+    wanted = size if limit is None else min(size, limit)
+    if magic == YAZ0:
+        if limit is not None:  # an output byte never costs more than 9/8 of an input byte
+            data = data[: HEADER_SIZE + wanted + wanted // 8 + 4]
+        tokens = _yaz0_tokens(np.frombuffer(data, np.uint8), wanted, filename, limit is not None)
+    else:
+        tokens = _yay0_tokens(data, wanted, filename, limit is not None)
+    return _expand(*tokens, filename)
+
+
+# -- decoding ---------------------------------------------------------------------------------
+
+
+def _group_steps(stream: np.ndarray) -> np.ndarray:
+    """How far two tokens starting at each position reach, by their kinds: (4, positions).
+
+    Row ``k`` holds the bits of the two code bits (1 = literal), first token in bit 1.
+    """
+    positions = len(stream)
+    reference = _REFERENCE_BYTES[stream]
+    steps = np.empty((4, positions), np.int32)
+    steps[3] = 2
+    steps[2, :-1] = reference[1:] + 1
+    steps[2, -1] = 3
+    steps[1] = reference + 1
+    after = np.minimum(np.arange(positions, dtype=np.int32) + reference, positions - 1)
+    steps[0] = reference + reference[after]
+    return steps
+
+
+def _yaz0_tokens(buf: np.ndarray, size: int, filename: str, prefix: bool):
+    """(input offsets, lengths, distances, literal values, literal flags, output size) of the tokens needed."""
+    n = len(buf)
+    stream = np.zeros(n + 40, np.uint8)  # room for a last group's eight 3-byte tokens
+    stream[:n] = buf
+    width = len(stream)
+    steps = _group_steps(stream).ravel()
+    # Where a group starting at each position would end (two tokens per step, every position at
+    # once); the real groups are the chain from the first one.
+    end = np.arange(HEADER_SIZE + 1, n + 1, dtype=np.int32)
+    code = stream[HEADER_SIZE:n].astype(np.int32)
+    for shift in (6, 4, 2, 0):
+        end += steps[((code >> shift) & 3) * width + end]
+    end -= HEADER_SIZE
+    following = memoryview(end)
+    starts = []
+    position = 0
+    last = n - HEADER_SIZE
+    while position < last:
+        starts.append(position)
+        position = following[position]
+    groups = np.array(starts, np.int32) + HEADER_SIZE
+    # The tokens of those groups, in order.
+    offsets = np.empty((len(groups), 8), np.int32)
+    position = groups + 1
+    code = stream[groups]
+    for index in range(8):
+        offsets[:, index] = position
+        position = position + np.where(code & (0x80 >> index), 1, _REFERENCE_BYTES[stream[position]])
+    literals = np.unpackbits(code).astype(bool)
+    offsets = offsets.ravel()
+    first = stream[offsets].astype(np.int32)
+    second = stream[offsets + 1].astype(np.int32)
+    nibble = first >> 4
+    long = ~literals & (nibble == 0)
+    lengths = np.where(literals, 1, nibble + 2)
+    lengths[long] = stream[offsets[long] + 2].astype(np.int32) + 0x12
+    distances = np.where(literals, 0, ((first & 0xF) << 8 | second) + 1)
+    count = _tokens_needed(lengths, size)
+    ends = offsets[:count] + np.where(literals[:count], 1, 2 + long[:count])
+    if count and ends[-1] > n or count == len(lengths) and int(lengths.sum()) < size:
+        inside = int(np.searchsorted(ends, n, "right"))
+        if prefix:  # keep the tokens that fit
+            return _cut(offsets, lengths, distances, first, literals, inside, None)
+        made = int(lengths[:inside].sum())
+        raise FormatError(filename, n, f"Yaz0 stream ends after {made} of {size} bytes")
+    return _cut(offsets, lengths, distances, first, literals, count, size)
+
+
+def _tokens_needed(lengths: np.ndarray, size: int) -> int:
+    """How many tokens make ``size`` bytes (all of them when they make fewer)."""
+    if size == 0:
+        return 0
+    total = np.cumsum(lengths)
+    return min(int(np.searchsorted(total, size, "left")) + 1, len(lengths))
+
+
+def _cut(offsets, lengths, distances, values, literals, count, size):
+    lengths = lengths[:count]
+    made = int(lengths.sum())
+    return (
+        offsets[:count],
+        lengths,
+        distances[:count],
+        values[:count],
+        literals[:count],
+        made if size is None else size,
+    )
+
+
+def _yay0_tokens(data: bytes, size: int, filename: str, prefix: bool):
+    n = len(data)
+    link, chunk = struct.unpack_from(">II", data, 8)
+    for offset, value, what in ((8, link, "back-reference"), (12, chunk, "literal")):
+        if not HEADER_SIZE <= value <= n:
+            raise FormatError(
+                filename, offset, f"Yay0 {what} stream offset {value} is outside the file ({n} bytes)"
+            )
+    buf = np.frombuffer(data, np.uint8)
+    # At most one token per output byte, at most eight per code byte of the file.
+    bits = np.unpackbits(buf[HEADER_SIZE : HEADER_SIZE + min(n - HEADER_SIZE, -(-size // 8))])
+    literals = bits.astype(bool)
+    reference_index = np.cumsum(~literals) - 1
+    pairs = buf[link : link + (n - link) // 2 * 2].view(">u2").astype(np.int64)
+    available = len(pairs)
+    reference = np.where(
+        literals,
+        0,
+        pairs[np.minimum(np.maximum(reference_index, 0), max(available - 1, 0))] if available else 0,
+    )
+    nibble = reference >> 4 >> 8
+    long = ~literals & (nibble == 0)
+    chunk_index = np.cumsum(literals | long) - 1
+    chunk_bytes = buf[chunk:]
+    chunk_value = (
+        chunk_bytes[np.minimum(np.maximum(chunk_index, 0), max(len(chunk_bytes) - 1, 0))].astype(np.int64)
+        if len(chunk_bytes)
+        else np.zeros(len(bits), np.int64)
+    )
+    lengths = np.where(literals, 1, np.where(long, chunk_value + 0x12, nibble + 2))
+    distances = np.where(literals, 0, (reference & 0xFFF) + 1)
+    count = _tokens_needed(lengths, size)
+    missing_reference = ~literals[:count] & (reference_index[:count] >= available)
+    missing_chunk = (literals[:count] | long[:count]) & (chunk_index[:count] >= len(chunk_bytes))
+    short = count == len(lengths) and int(lengths.sum()) < size
+    if missing_reference.any() or missing_chunk.any() or short:
+        bad = [int(np.argmax(m)) for m in (missing_reference, missing_chunk) if m.any()]
+        fit = min(bad) if bad else count
+        if prefix:
+            return _cut(_yay0_offsets(count), lengths, distances, chunk_value, literals, fit, None)
+        made = int(lengths[:fit].sum())
+        raise FormatError(filename, n, f"Yay0 streams end after {made} of {size} bytes")
+    return _cut(_yay0_offsets(count), lengths, distances, chunk_value.astype(np.uint8), literals, count, size)
+
+
+def _yay0_offsets(count: int) -> np.ndarray:
+    """Where a Yay0 token's code bit is (errors name it)."""
+    return HEADER_SIZE + np.arange(count, dtype=np.int64) // 8
+
+
+def _expand(offsets, lengths, distances, values, literals, size, filename) -> bytes:
+    """The output of the tokens: every byte traced back to the literal it copies."""
+    if size == 0:
+        return b""
+    starts = np.cumsum(lengths, dtype=np.int64) - lengths
+    early = ~literals & (distances > starts)
+    if early.any():
+        index = int(np.argmax(early))
+        raise FormatError(
+            filename,
+            int(offsets[index]),
+            f"back-reference {int(distances[index])} bytes back at output byte {int(starts[index])}",
+        )
+    index_type = np.int32 if size < 1 << 31 else np.int64
+    lengths = lengths.astype(index_type)
+    distance = np.repeat(distances.astype(index_type), lengths)[:size]
+    copied = distance > 0
+    source = np.arange(size, dtype=index_type)
+    source -= distance
+    del distance
+    # A copy longer than its distance repeats its first ``distance`` bytes: point those bytes
+    # before the copy too, so that every step of the chase below crosses a token.
+    overlapping = np.flatnonzero(~literals & (distances < lengths))
+    if len(overlapping):
+        spans = lengths[overlapping]
+        first = starts[overlapping].astype(index_type)
+        step = distances[overlapping].astype(index_type)
+        within = np.arange(int(spans.sum()), dtype=index_type) - np.repeat(np.cumsum(spans) - spans, spans)
+        where = np.repeat(first, spans) + within
+        keep = where < size
+        source[where[keep]] = (np.repeat(first - step, spans) + within % np.repeat(step, spans))[keep]
+    output = np.zeros(size, np.uint8)
+    literal_starts = starts[literals]
+    inside = literal_starts < size
+    output[literal_starts[inside]] = values[literals][inside]
+    # Pointer jumping: rounds over every byte while many are not yet on a literal (cheap
+    # gathers), then rounds over the few left (costly per byte).
+    while True:
+        unresolved = copied[source]
+        if np.count_nonzero(unresolved) * 8 < size:
+            break
+        source = source[source]
+    pending = np.flatnonzero(unresolved)
+    while len(pending):
+        through = source[source[pending]]
+        source[pending] = through
+        pending = pending[copied[through]]
+    return output[source].tobytes()
+
+
+# -- encoding ---------------------------------------------------------------------------------
+
+
+def _longest_match(data: bytes, i: int, end: int) -> tuple[int, int]:
+    """(length, distance) of the longest earlier copy of the bytes at ``i`` (0, 0 when < 3)."""
+    longest = min(MAX_MATCH, end - i)
+    if longest < MIN_MATCH:
+        return 0, 0
+    low = max(0, i - WINDOW)
+    best, distance = 0, 0
+    length = MIN_MATCH
+    while True:
+        source = data.rfind(data[i : i + length], low, i + length - 1)
+        if source < 0:
+            return best, distance
+        while (
+            length + 16 <= longest
+            and data[source + length : source + length + 16] == data[i + length : i + length + 16]
+        ):
+            length += 16
+        while length < longest and data[source + length] == data[i + length]:
+            length += 1
+        best, distance = length, i - source
+        if length == longest:
+            return best, distance
+        length += 1
+
+
+def tokens(data: bytes) -> list[tuple[int, int]]:
+    """The LZ77 parse: (0, byte) for a literal, (length, distance) for a copy."""
+    out = []
+    i, end = 0, len(data)
+    pending = _longest_match(data, 0, end)
+    while i < end:
+        length, distance = pending
+        if length:
+            following = _longest_match(data, i + 1, end)
+            if following[0] > length:  # lazy: a literal now buys a longer copy next
+                out.append((0, data[i]))
+                i += 1
+                pending = following
+                continue
+            out.append((length, distance))
+            i += length
+        else:
+            out.append((0, data[i]))
+            i += 1
+        pending = _longest_match(data, i, end)
+    return out
+
+
+def compress(data: bytes, magic: bytes = YAZ0, reserved: bytes = bytes(8)) -> bytes:
+    """``data`` as a Yaz0 (or Yay0) file; Yaz0 keeps ``reserved`` (8 bytes) in its header."""
+    parse = tokens(bytes(data))
+    if magic == YAY0:
+        return _pack_yay0(parse, len(data))
+    if magic != YAZ0 or len(reserved) != 8:
+        raise ValueError(f"compress makes Yaz0 (with 8 reserved bytes) or Yay0, not {magic!r}")
+    out = bytearray(YAZ0 + struct.pack(">I", len(data)) + reserved)
+    for group in range(0, len(parse), 8):
+        code_at = len(out)
+        out.append(0)
+        code = 0
+        for bit, (length, value) in enumerate(parse[group : group + 8]):
+            if length == 0:
+                code |= 0x80 >> bit
+                out.append(value)
+            else:
+                out += _reference(length, value)
+        out[code_at] = code
+    return bytes(out)
+
+
+def _reference(length: int, distance: int) -> bytes:
+    back = distance - 1
+    if length < 0x12:
+        return struct.pack(">H", (length - 2) << 12 | back)
+    return struct.pack(">HB", back, length - 0x12)
+
+
+def _pack_yay0(parse: list[tuple[int, int]], size: int) -> bytes:
+    codes = bytearray()
+    references = bytearray()
+    chunks = bytearray()
+    for group in range(0, len(parse), 32):
+        code = 0
+        for bit, (length, value) in enumerate(parse[group : group + 32]):
+            if length == 0:
+                code |= 0x80000000 >> bit
+                chunks.append(value)
+            else:
+                encoded = _reference(length, value)
+                references += encoded[:2]
+                chunks += encoded[2:]
+        codes += struct.pack(">I", code)
+    link = HEADER_SIZE + len(codes)
+    chunk = link + len(references)
+    return YAY0 + struct.pack(">III", size, link, chunk) + codes + references + chunks
