@@ -312,7 +312,8 @@ def tokens(data: bytes) -> list[tuple[int, int]]:
 
 
 def compress(data: bytes, magic: bytes = YAZ0, reserved: bytes = bytes(8)) -> bytes:
-    """``data`` as a Yaz0 (or Yay0) file; Yaz0 keeps ``reserved`` (8 bytes) in its header."""
+    """``data`` as a Yaz0 (or Yay0) file; Yaz0 keeps ``reserved`` (8 bytes) in its header
+    (Yay0 has stream offsets there instead, computed here)."""
     parse = tokens(bytes(data))
     if magic == YAY0:
         return _pack_yay0(parse, len(data))

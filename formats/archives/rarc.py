@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..binary import Reader
 from ..errors import FormatError
@@ -86,6 +86,8 @@ class RARC:
     info_region: bytes  # 0x20 … data area: the tables and every byte between them
     layout: DataLayout  # of the file entries, in entry order
     filename: str = "<bytes>"
+    # Compression around the archive, outermost first: (magic, the 8 header bytes after the size).
+    wrapping: list[tuple[bytes, bytes]] = field(default_factory=list)
 
     # -- the tree ------------------------------------------------------------------------------
 
