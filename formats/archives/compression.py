@@ -314,12 +314,16 @@ def tokens(data: bytes) -> list[tuple[int, int]]:
 def compress(data: bytes, magic: bytes = YAZ0, reserved: bytes = bytes(8)) -> bytes:
     """``data`` as a Yaz0 (or Yay0) file; Yaz0 keeps ``reserved`` (8 bytes) in its header
     (Yay0 has stream offsets there instead, computed here)."""
-    parse = tokens(bytes(data))
+    return pack(tokens(bytes(data)), len(data), magic, reserved)
+
+
+def pack(parse: list[tuple[int, int]], size: int, magic: bytes = YAZ0, reserved: bytes = bytes(8)) -> bytes:
+    """The file holding the tokens of ``parse`` (see ``tokens``) for ``size`` output bytes."""
     if magic == YAY0:
-        return _pack_yay0(parse, len(data))
+        return _pack_yay0(parse, size)
     if magic != YAZ0 or len(reserved) != 8:
         raise ValueError(f"compress makes Yaz0 (with 8 reserved bytes) or Yay0, not {magic!r}")
-    out = bytearray(YAZ0 + struct.pack(">I", len(data)) + reserved)
+    out = bytearray(YAZ0 + struct.pack(">I", size) + reserved)
     for group in range(0, len(parse), 8):
         code_at = len(out)
         out.append(0)

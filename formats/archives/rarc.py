@@ -93,25 +93,32 @@ class RARC:
 
     def walk(self) -> Iterator[tuple[str, int, Entry | None]]:
         """(path, node index, None) per directory and (path, node index, entry) per file, depth first."""
-        yield from self._walk(0, "", set())
-
-    def _walk(self, node_index: int, prefix: str, seen: set[int]):
-        seen.add(node_index)
-        node = self.nodes[node_index]
-        yield prefix, node_index, None
-        for entry in self.entries[node.first_entry : node.first_entry + node.entry_count]:
-            path = f"{prefix}{entry.name}"
-            if not entry.is_directory:
-                yield path, node_index, entry
+        seen = {0}
+        yield "", 0, None
+        stack = [("", 0, iter(self._entries(0)))]
+        while stack:
+            prefix, node_index, entries = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                stack.pop()
+            elif not entry.is_directory:
+                yield f"{prefix}{entry.name}", node_index, entry
             elif entry.name not in (".", "..") and entry.data_offset not in seen:
-                yield from self._walk(entry.data_offset, path + "/", seen)
+                seen.add(entry.data_offset)
+                path = f"{prefix}{entry.name}"
+                yield path, entry.data_offset, None
+                stack.append((path + "/", entry.data_offset, iter(self._entries(entry.data_offset))))
+
+    def _entries(self, node_index: int) -> list[Entry]:
+        node = self.nodes[node_index]
+        return self.entries[node.first_entry : node.first_entry + node.entry_count]
 
     def files(self) -> list[tuple[str, Entry]]:
         return [(path, entry) for path, _, entry in self.walk() if entry is not None]
 
     def directories(self) -> list[str]:
         """Every directory's path ("" for the root), in tree order."""
-        return [path.rstrip("/") for path, _, entry in self.walk() if entry is None]
+        return [path for path, _, entry in self.walk() if entry is None]
 
     def members(self) -> Iterator[Member]:
         for path, entry in self.files():
