@@ -155,16 +155,18 @@ def read(data: bytes, filename: str = "<bytes>") -> RARC:
     file_size, header_size, data_offset, data_size, mram_size, aram_size, reserved = r.unpack(
         "7I", "RARC header"
     )
-    info = Reader(data, endian, filename, HEADER_SIZE)
-    node_count, node_offset, entry_count, entry_offset, string_size, string_offset = info.unpack(
-        "6I", "info block"
-    )
-    next_file_id, ids_synced = info.unpack("HB", "info block")
-    info_rest = info.bytes(5, "info block")
     data_start = HEADER_SIZE + data_offset
     if data_start > len(data):
         raise r.error(f"data area at {data_start} starts past the end of the file ({len(data)} bytes)", 12)
-    strings = Reader(data, endian, filename).sub(HEADER_SIZE + string_offset, string_size, "string table")
+    # The info block and the tables lie before the data area.
+    tables = Reader(data, endian, filename, HEADER_SIZE, data_start)
+    node_count, node_offset, entry_count, entry_offset, string_size, string_offset = tables.unpack(
+        "6I", "info block"
+    )
+    next_file_id, ids_synced = tables.unpack("HB", "info block")
+    info_rest = tables.bytes(5, "info block")
+    strings = tables.sub(HEADER_SIZE + string_offset, string_size, "string table")
+    r = tables
 
     def name(offset: int, where: int) -> str:
         if offset >= string_size:
@@ -197,7 +199,7 @@ def read(data: bytes, filename: str = "<bytes>") -> RARC:
         entry = Entry(
             file_id, name_hash, flags, name_offset, offset, size, entry_reserved, name(name_offset, where + 4)
         )
-        if entry.is_directory and offset != NO_NODE and offset >= node_count and entry.name != "..":
+        if entry.is_directory and entry.name not in (".", "..") and offset >= node_count:
             raise FormatError(
                 filename, where + 8, f"directory {entry.name} names node {offset} of {node_count}"
             )

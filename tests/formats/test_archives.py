@@ -207,6 +207,15 @@ def test_bad_archives_name_the_offset_and_the_member():
     struct.pack_into(">I", wrong_node, 0x20, 200)  # 200 nodes
     with pytest.raises(FormatError, match="200 × node"):
         rarc.read(bytes(wrong_node), "nodes.arc")
+    # Found by the fuzzer: a directory entry naming no node, tables running into the data area.
+    no_node = bytearray(data)
+    no_node[0x8D:0x90] = (5).to_bytes(3, "big")  # the root's '..' (node 0xFFFFFFFF) renamed 'mario'
+    with pytest.raises(FormatError, match="offset 144 .*directory mario names node 4294967295 of 2"):
+        rarc.read(bytes(no_node), "dir.arc")
+    small = bytearray(data)
+    struct.pack_into(">I", small, 0x0C, 1)  # the data area right after the header
+    with pytest.raises(FormatError, match="offset 32 .*expected info block"):
+        rarc.read(bytes(small), "small.arc")
     archive = rarc.read(data, MARIO_DEMO)
     ((path, entry),) = archive.files()
     entry.stored = b"Yaz0" + struct.pack(">I", 3) + bytes(8) + bytes([0x00, 0x10, 0x00])  # copy 1 back at 0
