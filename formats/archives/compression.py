@@ -289,18 +289,13 @@ def _expand(offsets, lengths, distances, values, literals, size, filename) -> by
 # -- encoding ---------------------------------------------------------------------------------
 
 
-def _longest_match(data: bytes, i: int, end: int) -> tuple[int, int]:
-    """(length, distance) of the longest earlier copy of the bytes at ``i`` (0, 0 when < 3)."""
-    longest = min(MAX_MATCH, end - i)
-    if longest < MIN_MATCH:
-        return 0, 0
+def _longest_match(data: bytes, i: int, source: int) -> tuple[int, int]:
+    """(length, distance) of the longest earlier copy of the bytes at ``i`` in the window, given
+    ``source``, the nearest earlier start of their first three bytes."""
+    longest = min(MAX_MATCH, len(data) - i)
     low = max(0, i - WINDOW)
-    best, distance = 0, 0
     length = MIN_MATCH
     while True:
-        source = data.rfind(data[i : i + length], low, i + length - 1)
-        if source < 0:
-            return best, distance
         while (
             length + 16 <= longest
             and data[source + length : source + length + 16] == data[i + length : i + length + 16]
@@ -312,17 +307,38 @@ def _longest_match(data: bytes, i: int, end: int) -> tuple[int, int]:
         if length == longest:
             return best, distance
         length += 1
+        source = data.rfind(data[i : i + length], low, i + length - 1)  # the nearest longer one
+        if source < 0:
+            return best, distance
 
 
 def tokens(data: bytes) -> list[tuple[int, int]]:
-    """The LZ77 parse: (0, byte) for a literal, (length, distance) for a copy."""
+    """The LZ77 parse: (0, byte) for a literal, (length, distance) for a copy.
+
+    Greedy with one step of lazy matching; a dictionary of the last start of every 3-byte
+    string answers "no copy" without scanning the window.
+    """
+    end = len(data)
+    last: dict[bytes, int] = {}
+    indexed = 0
+
+    def match(i: int) -> tuple[int, int]:
+        nonlocal indexed
+        for j in range(indexed, i):
+            last[data[j : j + 3]] = j
+        indexed = max(indexed, i)
+        source = last.get(data[i : i + 3], -WINDOW - 1)
+        if end - i < MIN_MATCH or source < i - WINDOW:
+            return 0, 0
+        return _longest_match(data, i, source)
+
     out = []
-    i, end = 0, len(data)
-    pending = _longest_match(data, 0, end)
+    i = 0
+    pending = match(0)
     while i < end:
         length, distance = pending
         if length:
-            following = _longest_match(data, i + 1, end)
+            following = match(i + 1)
             if following[0] > length:  # lazy: a literal now buys a longer copy next
                 out.append((0, data[i]))
                 i += 1
@@ -333,7 +349,7 @@ def tokens(data: bytes) -> list[tuple[int, int]]:
         else:
             out.append((0, data[i]))
             i += 1
-        pending = _longest_match(data, i, end)
+        pending = match(i)
     return out
 
 
