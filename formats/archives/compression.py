@@ -197,26 +197,23 @@ def _yay0_tokens(data: bytes, size: int, filename: str, prefix: bool):
                 filename, offset, f"Yay0 {what} stream offset {value} is outside the file ({n} bytes)"
             )
     buf = np.frombuffer(data, np.uint8)
-    # At most one token per output byte, at most eight per code byte of the file.
-    bits = np.unpackbits(buf[HEADER_SIZE : HEADER_SIZE + min(n - HEADER_SIZE, -(-size // 8))])
+    # The code words run up to the next stream; at most one token per output byte.
+    code_end = min([value for value in (link, chunk) if value > HEADER_SIZE] or [n])
+    bits = np.unpackbits(buf[HEADER_SIZE : min(code_end, HEADER_SIZE + -(-size // 8))])
     literals = bits.astype(bool)
-    reference_index = np.cumsum(~literals) - 1
-    pairs = buf[link : link + (n - link) // 2 * 2].view(">u2").astype(np.int64)
+    reference_index = np.cumsum(~literals, dtype=np.int32) - 1
+    pairs = buf[link : link + (n - link) // 2 * 2].view(">u2").astype(np.int32)
     available = len(pairs)
-    reference = np.where(
-        literals,
-        0,
-        pairs[np.minimum(np.maximum(reference_index, 0), max(available - 1, 0))] if available else 0,
-    )
-    nibble = reference >> 4 >> 8
+    reference = np.zeros(len(bits), np.int32)
+    if available:
+        reference[~literals] = pairs[np.minimum(reference_index[~literals], available - 1)]
+    nibble = reference >> 12
     long = ~literals & (nibble == 0)
-    chunk_index = np.cumsum(literals | long) - 1
+    chunk_index = np.cumsum(literals | long, dtype=np.int32) - 1
     chunk_bytes = buf[chunk:]
-    chunk_value = (
-        chunk_bytes[np.minimum(np.maximum(chunk_index, 0), max(len(chunk_bytes) - 1, 0))].astype(np.int64)
-        if len(chunk_bytes)
-        else np.zeros(len(bits), np.int64)
-    )
+    chunk_value = np.zeros(len(bits), np.int32)
+    if len(chunk_bytes):
+        chunk_value[:] = chunk_bytes[np.clip(chunk_index, 0, len(chunk_bytes) - 1)]
     lengths = np.where(literals, 1, np.where(long, chunk_value + 0x12, nibble + 2))
     distances = np.where(literals, 0, (reference & 0xFFF) + 1)
     count = _tokens_needed(lengths, size)
@@ -230,7 +227,7 @@ def _yay0_tokens(data: bytes, size: int, filename: str, prefix: bool):
             return _cut(_yay0_offsets(count), lengths, distances, chunk_value, literals, fit, None)
         made = int(lengths[:fit].sum())
         raise FormatError(filename, n, f"Yay0 streams end after {made} of {size} bytes")
-    return _cut(_yay0_offsets(count), lengths, distances, chunk_value.astype(np.uint8), literals, count, size)
+    return _cut(_yay0_offsets(count), lengths, distances, chunk_value, literals, count, size)
 
 
 def _yay0_offsets(count: int) -> np.ndarray:
