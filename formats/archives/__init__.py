@@ -12,9 +12,10 @@ name for a compressed file). The entry points for the rest of the add-on:
     A RARC ('RARC' or 'CRAR') or U8 archive, compressed or not (looks at a prefix only).
 ``read_archive(data, filename) -> Archive``
     A ``rarc.RARC`` or ``u8.U8`` (unwrapped first; ``wrapping`` remembers the compression).
-    Both have ``members()`` (``Member(path, data, flags)``, data decompressed when the archive
-    stores the member compressed), ``find(path)`` (case-insensitive, ``None`` when absent),
-    ``directories()``, ``replace(path, data)``.
+    Both have ``members()``: named tuples ``Member(path, data, flags)`` (path inside the
+    archive without the root directory, data decompressed when the archive stores the member
+    compressed, flags 0 in U8); ``find(path)`` (case-insensitive, ``None`` when absent);
+    ``directories()``; ``replace(path, data)`` (compressed again if the member was).
 ``write_archive(archive) -> bytes``
     The archive's bytes, compressed again the way it was read: ``write_archive(read_archive(b))``
     gives ``b`` for an uncompressed archive, and an archive equal to it once decompressed for a
@@ -22,8 +23,10 @@ name for a compressed file). The entry points for the rest of the add-on:
 
 Errors are ``FormatError`` naming the file (``archive/member/path`` inside a member), the
 offset and the problem. Importing a model from an archive: ``read_archive``, then the
-members whose names end in .bmd/.bdl, and their animations from the bck/, btk/, brk/, btp/,
-bpk/ folders of the same archive.
+members whose content is a model (``formats.registry.family_for(member.path, member.data)``,
+not the name), and their animations from the bck/, btk/, brk/, btp/, bpk/ folders of the same
+archive. Loaders of single files should pass their bytes through ``unwrap`` first: detection
+already sees through Yaz0/Yay0.
 """
 
 from __future__ import annotations

@@ -6,13 +6,16 @@ so 3…273) read MSB first from code bits. Yaz0 interleaves code bytes, literals
 references in one stream; Yay0 keeps the code words, the references and the literal /
 extra-length bytes in three streams.
 
-Decoding is vectorised: the token stream is parsed with numpy (every position's group length
-at once, then one Python step per group of eight tokens), and the output is built by
-resolving, for every output byte, the literal it copies (pointer jumping), so no Python code
-runs per byte. A declared size is never trusted beyond what the stream can expand to.
+Decoding is vectorised: for Yaz0, where a group of eight tokens would end is computed for
+every position at once (numpy, in cache-sized blocks), the real groups are the chain from the
+first one (one Python step per sixteen groups), and their tokens are read in numpy; Yay0's
+tokens come straight from its code bits. The output is built by resolving, for every output
+byte, the literal it copies (pointer jumping), so no Python code runs per byte or per token.
+A declared size is never trusted beyond what the stream can expand to.
 
-Encoding finds matches with ``bytes.rfind`` in the 4 KB window (greedy, with one step of lazy
-matching); the same tokens pack into either layout.
+Encoding finds matches with ``bytes.rfind`` in the 4 KB window, a dictionary of 3-byte
+strings saying at once when there is none (greedy, with one step of lazy matching); the same
+tokens pack into either layout.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ MAX_MATCH = 0x111
 MAX_EXPANSION = MAX_MATCH * 8 // (3 * 8 + 1) + 1
 
 _REFERENCE_BYTES = np.where(np.arange(256) >> 4 == 0, 3, 2).astype(np.int8)  # by a reference's first byte
-# By code byte: the row of _group_steps for its bits 7-6, 5-4, 3-2, 1-0 (index 3, 2, 1, 0).
-_BLOCK = 1 << 16
+_BLOCK = 1 << 16  # stream positions per block of _group_ends
+# By code byte: the row of _group_steps for its bits 1-0, 3-2, 5-4, 7-6.
 _STEP_ROWS = np.array([(np.arange(256) >> shift) & 3 for shift in (0, 2, 4, 6)], np.int32)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import FormatError
 from . import compression
@@ -17,9 +18,8 @@ from . import compression
 ALIGN = 32
 
 
-@dataclass
-class Member:
-    """One file of an archive as the rest of the add-on sees it."""
+class Member(NamedTuple):
+    """One file of an archive as the rest of the add-on sees it: ``for path, data, flags in …``."""
 
     path: str  # inside the archive, "/"-separated, without the root directory
     data: bytes  # decompressed when the archive stores the member compressed
