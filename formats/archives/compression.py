@@ -270,9 +270,7 @@ def _expand(offsets, lengths, distances, values, literals, size, filename) -> by
         keep = where < size
         source[where[keep]] = (np.repeat(first - step, spans) + within % np.repeat(step, spans))[keep]
     output = np.zeros(size, np.uint8)
-    literal_starts = starts[literals]
-    inside = literal_starts < size
-    output[literal_starts[inside]] = values[literals][inside]
+    output[starts[literals]] = values[literals]  # every token needed starts inside the output
     # Pointer jumping: rounds over every byte while many are not yet on a literal (cheap
     # gathers), then rounds over the few left (costly per byte).
     # (The share still pending is estimated on every 16th byte.)
