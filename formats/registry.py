@@ -234,6 +234,11 @@ def read_header(path: str) -> bytes:
         return f.read(HEADER_SIZE)
 
 
+def read_whole(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def family_for(path: str, header: bytes | None = None) -> Family:
     """The family of a file: by extension, then by content.
 
@@ -246,6 +251,8 @@ def family_for(path: str, header: bytes | None = None) -> Family:
     if header is None:
         header = read_header(path)
     if archives.is_compressed(header):  # Yaz0/Yay0 around any family: look at what it holds
+        if header[:4] == b"Yay0" and len(header) == HEADER_SIZE and os.path.isfile(path):
+            header = read_whole(path)  # Yay0 keeps its streams apart: its start needs all of them
         header = archives.header(header, path, HEADER_SIZE)
     extension = os.path.splitext(os.path.basename(path))[1].lower()
     listed = [f for f in FAMILIES if extension in f.extensions]

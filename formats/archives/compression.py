@@ -194,6 +194,8 @@ def _cut(offsets, lengths, distances, values, literals, count, size):
 def _yay0_tokens(data: bytes, size: int, filename: str, prefix: bool):
     n = len(data)
     link, chunk = struct.unpack_from(">II", data, 8)
+    if prefix:  # the streams of a file cut short may start past the cut: they hold nothing here
+        link, chunk = min(link, n), min(chunk, n)
     for offset, value, what in ((8, link, "back-reference"), (12, chunk, "literal")):
         if not HEADER_SIZE <= value <= n:
             raise FormatError(

@@ -341,3 +341,14 @@ def test_a_compressed_animation_is_detected_and_summarised_by_its_content():
     assert text.startswith(f"wait01.szs: Yaz0-compressed, {len(packed)} bytes\nwait01.szs: J3D bck1")
     assert registry.kind_of(data, "wait01.bck") == "J3D animation / material set (J3D1bck1)"
     assert registry.kind_of(b"\0\1\2", "x.bas") == "unknown"
+
+
+@pytest.mark.corpus
+def test_a_yay0_file_is_detected_from_its_path(tmp_path):
+    data = support.corpus_file("j3d-models/dead.bck").read_bytes()
+    packed = compression.compress(data, compression.YAY0)
+    assert len(packed) > registry.HEADER_SIZE  # the header alone misses the streams
+    assert len(archives.header(packed[: registry.HEADER_SIZE], "cut.szp", 64)) <= 64
+    path = tmp_path / "dead.szp"
+    path.write_bytes(packed)
+    assert registry.family_for(str(path)).name == "j3d"
