@@ -284,6 +284,10 @@ def test_u8_archives_follow_the_structure_rules_and_round_trip():
         == b"J3D2"
     )
     assert archives.is_archive(compression.compress(data, compression.YAY0))
+    for magic in (compression.YAZ0, compression.YAY0):  # written back inside the same compression
+        wrapped = archives.read_archive(compression.compress(data, magic), "test.szs")
+        again = archives.write_archive(wrapped)
+        assert again[:4] == magic and archives.unwrap(again) == data
 
 
 def test_bad_u8_archives_name_the_node():
