@@ -13,8 +13,8 @@ tokens come straight from its code bits. The output is built by resolving, for e
 byte, the literal it copies (pointer jumping), so no Python code runs per byte or per token.
 A declared size is never trusted beyond what the stream can expand to.
 
-Encoding finds matches with ``bytes.rfind`` in the 4 KB window, a dictionary of 3-byte
-strings saying at once when there is none (greedy, with one step of lazy matching); the same
+Encoding finds matches with ``bytes.rfind`` in the 4 KB window, the previous start of
+every 3-byte string (numpy) saying at once when there is none (greedy, with one step of lazy matching); the same
 tokens pack into either layout.
 """
 
@@ -312,23 +312,31 @@ def _longest_match(data: bytes, i: int, source: int) -> tuple[int, int]:
             return best, distance
 
 
+def _previous_starts(data: bytes) -> list[int]:
+    """For each position, the last earlier one where the same three bytes start (-1: none)."""
+    if len(data) < MIN_MATCH:
+        return []
+    b = np.frombuffer(data, np.uint8).astype(np.int32)
+    keys = b[:-2] << 16 | b[1:-1] << 8 | b[2:]
+    order = np.argsort(keys, kind="stable")  # by key, then by position
+    same = keys[order[1:]] == keys[order[:-1]]
+    previous = np.full(len(keys), -1, np.int64)
+    previous[order[1:][same]] = order[:-1][same]
+    return previous.tolist()
+
+
 def tokens(data: bytes) -> list[tuple[int, int]]:
     """The LZ77 parse: (0, byte) for a literal, (length, distance) for a copy.
 
-    Greedy with one step of lazy matching; a dictionary of the last start of every 3-byte
-    string answers "no copy" without scanning the window.
+    Greedy with one step of lazy matching; the previous start of every position's first
+    three bytes (found for all positions at once) answers "no copy" without scanning.
     """
     end = len(data)
-    last: dict[bytes, int] = {}
-    indexed = 0
+    previous = _previous_starts(data)
 
     def match(i: int) -> tuple[int, int]:
-        nonlocal indexed
-        for j in range(indexed, i):
-            last[data[j : j + 3]] = j
-        indexed = max(indexed, i)
-        source = last.get(data[i : i + 3], -WINDOW - 1)
-        if end - i < MIN_MATCH or source < i - WINDOW:
+        source = previous[i] if i < len(previous) else -1
+        if source < 0 or source < i - WINDOW:
             return 0, 0
         return _longest_match(data, i, source)
 
