@@ -108,8 +108,8 @@ def _group_ends(stream: np.ndarray, n: int) -> np.ndarray:
         steps = _group_steps(window).ravel()
         end = np.arange(1, high - low + 1, dtype=np.int32)
         code = window[: high - low]
-        for row in _STEP_ROWS[::-1]:
-            index = row[code] * len(window)
+        for row in _STEP_ROWS[::-1] * len(window):  # where each row starts in ``steps``
+            index = row[code]
             index += end
             end += steps[index]
         end += low - HEADER_SIZE
@@ -160,8 +160,9 @@ def _yaz0_tokens(buf: np.ndarray, size: int, filename: str, prefix: bool):
     lengths[long] = stream[offsets[long] + 2].astype(np.int32) + 0x12
     distances = np.where(literals, 0, ((first & 0xF) << 8 | second) + 1)
     count = _tokens_needed(lengths, size)
-    ends = offsets[:count] + np.where(literals[:count], 1, 2 + long[:count])
-    if count and ends[-1] > n or count == len(lengths) and int(lengths.sum()) < size:
+    token_end = offsets[count - 1] + (1 if literals[count - 1] else 2 + long[count - 1]) if count else 0
+    if token_end > n or count == len(lengths) and int(lengths.sum()) < size:
+        ends = offsets[:count] + np.where(literals[:count], 1, 2 + long[:count])
         inside = int(np.searchsorted(ends, n, "right"))
         if prefix:  # keep the tokens that fit
             return _cut(offsets, lengths, distances, first, literals, inside, None)
