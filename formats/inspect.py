@@ -3,7 +3,8 @@
     python -m formats.inspect FILE [FILE ...]
 
 (run from the add-on folder). The file's family comes from the registry (by extension,
-then by content); its ``summarize`` gives the text.
+then by content, looking inside Yaz0/Yay0); its ``summarize`` gives the text. An archive
+lists its tree and what each member is.
 """
 
 from __future__ import annotations
@@ -11,12 +12,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from . import archives
 from .errors import FormatError
 from .registry import family_for
 
 
 def summarize(data: bytes, name: str) -> str:
-    return family_for(name, data).summarize(data, name)
+    family = family_for(name, data)
+    if family.name == "archives" or not archives.is_compressed(data):
+        return family.summarize(data, name)
+    plain = archives.unwrap(data, name)  # a compressed model or animation: summarise what it holds
+    return f"{name}: {data[:4].decode()}-compressed, {len(data)} bytes\n" + family.summarize(plain, name)
 
 
 def main(argv: list[str] | None = None) -> int:

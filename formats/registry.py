@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from . import archives
+from .archives import inspect as archives_inspect
 from .errors import FormatError
 from .j3d import files as j3d_files
 from .j3d import inspect as j3d_inspect
@@ -215,6 +217,14 @@ FAMILIES: tuple[Family, ...] = (
         textures_inspect.detect,
         textures_inspect.summarize,
     ),
+    # Archives (RARC, U8, compressed or not) are listed; the families of their members import them.
+    Family(
+        "archives",
+        "GameCube / Wii archive (RARC, U8)",
+        (".arc", ".szs", ".carc", ".rarc", ".u8"),
+        archives_inspect.detect,
+        lambda data, name: archives_inspect.summarize(data, name, kind_of),
+    ),
 )
 
 
@@ -222,6 +232,11 @@ def read_header(path: str) -> bytes:
     """The first HEADER_SIZE bytes of a file (all of it when shorter)."""
     with open(path, "rb") as f:
         return f.read(HEADER_SIZE)
+
+
+def read_whole(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def family_for(path: str, header: bytes | None = None) -> Family:
@@ -235,6 +250,10 @@ def family_for(path: str, header: bytes | None = None) -> Family:
     """
     if header is None:
         header = read_header(path)
+    if archives.is_compressed(header):  # Yaz0/Yay0 around any family: look at what it holds
+        if header[:4] == b"Yay0" and len(header) == HEADER_SIZE and os.path.isfile(path):
+            header = read_whole(path)  # Yay0 keeps its streams apart: its start needs all of them
+        header = archives.header(header, path, HEADER_SIZE)
     extension = os.path.splitext(os.path.basename(path))[1].lower()
     listed = [f for f in FAMILIES if extension in f.extensions]
     for family in listed + [f for f in FAMILIES if f not in listed]:
@@ -243,3 +262,17 @@ def family_for(path: str, header: bytes | None = None) -> Family:
     if listed:
         return listed[0]
     raise FormatError(path, 0, f"not a supported file (starts with {header[:8]!r})")
+
+
+def kind_of(data: bytes, name: str) -> str:
+    """What a file is in a few words (an archive's listing): its family and its magic."""
+    try:
+        start = archives.header(data, name, HEADER_SIZE)
+        family = family_for(name, start)
+        known = family.detect(start, name)
+    except FormatError:
+        known = False
+    magic = next((m for m in (start[:8], start[:4]) if m.isalnum()), b"") if known else b""
+    if not known:
+        return "unknown"
+    return f"{family.label} ({magic.decode()})" if magic else family.label

@@ -39,6 +39,8 @@ import texture_pair  # noqa: E402
 import tmrf_fixtures  # noqa: E402
 import toshi_fixtures  # noqa: E402
 import ttyd_fixtures  # noqa: E402
+from retro_models.formats import archives  # noqa: E402
+from retro_models.formats.archives import compression, rarc, u8  # noqa: E402
 from retro_models.formats.errors import FormatError  # noqa: E402
 from retro_models.formats.j3d import bck, bmt, bpk, brk, btk, btp, material_set  # noqa: E402
 from retro_models.formats.j3d import convert as j3d_convert  # noqa: E402
@@ -261,6 +263,40 @@ def tpl_seeds() -> list[Seed]:
     return [Seed(name, data) for name, data in files.items()]
 
 
+def run_archive(data: bytes, seed: Seed):
+    """An archive as an import would open it: every member's bytes, then the archive written back."""
+    archive = archives.read_archive(data, seed.name)
+    members = [member.path for member in archive.members()]
+    return members, (rarc.write if isinstance(archive, rarc.RARC) else u8.write)(archive)
+
+
+@functools.cache
+def archive_files() -> dict[str, bytes]:
+    """A generated U8 (plain and in Yaz0), the small real archives, and one of them in Yay0."""
+    files = {
+        "fixture.u8": u8.build(
+            {f"anim/{name}": data for name, data in j3d_files().items() if "fixture" in name}
+        )
+    }
+    files["fixture.szs"] = compression.compress(files["fixture.u8"])
+    for path in corpus("*.arc"):
+        if path.stat().st_size <= LARGEST_CORPUS_MODEL:
+            files[path.name] = path.read_bytes()
+    if (plain := next((d for d in files.values() if d[:4] == b"RARC"), None)) is not None:
+        files["rarc.szp"] = compression.compress(plain, compression.YAY0)
+    return files
+
+
+def compressed_seeds() -> list[Seed]:
+    """Yaz0 and Yay0 streams of J3D fixtures (every token kind occurs in them)."""
+    fixtures = {name: data for name, data in j3d_files().items() if "fixture" in name}
+    return [
+        Seed(f"{name}.{magic.decode().lower()}", compression.compress(data, magic))
+        for name, data in fixtures.items()
+        for magic in (compression.YAZ0, compression.YAY0)
+    ]
+
+
 def seeds_ending(file_sets: Callable[[], list[dict[str, bytes]]], ending: str | tuple[str, ...]):
     return lambda: [s for files in file_sets() for s in as_seeds(files) if s.name.endswith(ending)]
 
@@ -281,6 +317,10 @@ PURE_TARGETS = [
     Target("ttyd.model", run_ttyd, seeds_ending(ttyd_sets, ("c_test", "demo"))),
     Target("textures.tpl", run_tpl, tpl_seeds),
     Target("textures.dds", run_dds, dds_seeds),
+    Target("archives.archive", run_archive, lambda: [Seed(n, d) for n, d in archive_files().items()]),
+    Target(
+        "archives.compressed", lambda data, seed: compression.decompress(data, seed.name), compressed_seeds
+    ),
 ]
 
 
