@@ -180,6 +180,23 @@ FAMILIES: tuple[Family, ...] = (
             tmrf_files.EXTENSIONS,
         ),
     ),
+    # Before "j3d": a model's content is told from an animation's by its file type, not only its magic.
+    Family(
+        "j3d_model",
+        "J3D model",
+        j3d_files.MODEL_EXTENSIONS,
+        j3d_inspect.detect_model,
+        j3d_inspect.summarize,
+        Importer(
+            "import_scene.j3d_model",
+            "Import J3D Model",
+            "J3D model (.bmd, .bdl)",
+            "Import Nintendo GameCube/Wii J3D models (.bmd, .bdl): skinned armature, meshes, materials and "
+            "textures; J3D animations then apply to the armature and materials",
+            j3d_files.ModelImportOptions,
+            j3d_files.load_model,
+        ),
+    ),
     Family(
         "j3d",
         "J3D animation / material set",
