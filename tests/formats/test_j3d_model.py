@@ -1,0 +1,201 @@
+"""BMD/BDL models: byte-exact round trips, geometry decoding, the Scene they make, bad input."""
+
+import numpy as np
+import pytest
+import support
+from retro_models.formats.errors import FormatError
+from retro_models.formats.j3d import inspect, model, model_build, model_convert
+from retro_models.formats.j3d import model_geometry as geometry
+from retro_models.formats.scene import world_from_local
+
+CORPUS_MODELS = support.corpus_files("j3d*/*.bmd") + support.corpus_files("j3d*/*.bdl")
+ANGLE = np.pi / 32768
+
+
+def _local(joint: model_build.Joint) -> np.ndarray:
+    from retro_models.formats.curves import euler_to_matrix
+
+    m = np.eye(4)
+    m[:3, :3] = euler_to_matrix(np.array([joint.rotation], float) * ANGLE)[0] * joint.scale
+    m[:3, 3] = joint.translation
+    return m
+
+
+def generated():
+    """Three joints; shape 0 rigid on joint 1; shape 1 in two packets mixing rigid and weighted
+    matrices, the second packet keeping slot 0 (0xFFFF) from the first."""
+    joints = [
+        model_build.Joint("root", -1, (0, 0, 0)),
+        model_build.Joint("arm", 0, (1, 2, 0), (0, 0, 0x4000)),
+        model_build.Joint("hand", 1, (0, 1.5, 0), (0x2000, 0, 0), (1, 2, 1)),
+    ]
+    world = world_from_local(np.array([_local(j) for j in joints]), np.array([-1, 0, 1]))
+    grid = np.stack(np.meshgrid(np.arange(4.0), np.arange(3.0)), -1).reshape(-1, 2)
+    positions = np.concatenate([grid, np.zeros((12, 1))], 1).astype(np.float32)
+    normals = np.tile([[0.0, 0.0, 1.0]], (12, 1)).astype(np.float32)
+    uvs = (grid / 4).astype(np.float32)
+    envelopes = [([0, 1], [0.25, 0.75]), ([1, 2], [0.5, 0.5])]
+    rigid = [0, 1, 2]  # draw matrices 0-2 rigid, 3-4 weighted
+    quads = [(r * 4 + c, r * 4 + c + 1, r * 4 + c + 5, r * 4 + c + 4) for r in range(2) for c in range(3)]
+
+    def corners(faces, slot_of):
+        out = []
+        for a, b, c, d in faces:
+            for v in (a, d, c, a, c, b):  # clockwise from +Z
+                out.append((slot_of(v), v, v, v))
+        return np.array(out)
+
+    shapes = [
+        model_build.Shape(0, [model_build.Packet([1], corners(quads[:3], lambda v: 0))]),
+        model_build.Shape(
+            1,
+            [
+                model_build.Packet([3, 4, 0], corners(quads[3:5], lambda v: v % 3)),
+                model_build.Packet([0xFFFF, 2], corners(quads[5:], lambda v: v % 2)),
+            ],
+        ),
+    ]
+    images = [("checker", (np.indices((8, 8)).sum(0) % 2 * 255).astype(np.uint8))]
+    built = model_build.build(
+        joints,
+        positions,
+        normals,
+        uvs,
+        envelopes,
+        rigid,
+        shapes,
+        ["skin", "cloth"],
+        images,
+        np.linalg.inv(world),
+    )
+    return model.read(model.write(built), "generated.bmd"), world
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", CORPUS_MODELS, ids=lambda p: p.name)
+def test_every_corpus_model_round_trips_byte_exact(path):
+    data = path.read_bytes()
+    assert model.write(model.read(data, path.name)) == data
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", CORPUS_MODELS, ids=lambda p: p.name)
+def test_corpus_geometry_weights_and_bind_pose(path):
+    m = model.read(path.read_bytes(), path.name)
+    graph = geometry.read_graph(m, path.name)
+    world = geometry.world_matrices(m, graph.parents)
+    skin = geometry.draw_skin(m, world, path.name)
+    assert np.allclose(skin.weights.sum(axis=1), 1, atol=1e-5)
+    used = np.unique(m.evp1.joints.astype(int))
+    binds = geometry.inverse_binds(m)
+    # Envelope vertices are stored in model space: W · invBind ≈ I for every envelope joint.
+    assert np.abs(world[used] @ binds[used] - np.eye(4)).max(initial=0) < 0.05
+    arrays = geometry.arrays(m, path.name)
+    triangles = 0
+    for s in range(len(m.shp1.remap)):
+        g = geometry.decode_shape(m, s, path.name)
+        geometry.check_indices(g, arrays, s, path.name, 0)
+        triangles += len(g.triangles)
+    # Every corpus display list is strips and fans: n - 2 triangles each.
+    lists = m.shp1.lists
+    expected = 0
+    for s in m.shp1.shapes():
+        stride = sum(
+            {1: 1, 2: 1, 3: 2}[int(t)]
+            for a, t in m.shp1.descriptor_list(int(np.flatnonzero(m.shp1.shapes() == s)[0])).tolist()
+            if t
+        )
+        for p in range(int(s["packet_count"])):
+            packet = m.shp1.packets[int(s["first_packet"]) + p]
+            pos, end = int(packet["offset"]), int(packet["offset"]) + int(packet["size"])
+            while pos < end and lists[pos]:
+                n = int.from_bytes(lists[pos + 1 : pos + 3], "big")
+                expected += n - 2
+                pos += 3 + n * stride
+    assert triangles == expected > 0
+
+
+@pytest.mark.corpus
+def test_corpus_model_scene_and_summary():
+    path = support.corpus_file("j3d-models/ba.bdl")
+    data = path.read_bytes()
+    scene = model_convert.to_scene(model.read(data, path.name), "ba", path.name)
+    assert len(scene.skeletons[0]) == 19 and len(scene.meshes) == 4
+    assert sum(len(m.triangles) for m in scene.meshes) == 785
+    text = inspect.summarize(data, path.name)
+    assert "joints: 19" in text and "triangles: 785" in text and "CMPR" in text
+
+
+def test_generated_model_round_trips_and_decodes():
+    m, world = generated()
+    assert model.write(model.read(model.write(m), "x.bmd")) == model.write(m)
+    graph = geometry.read_graph(m)
+    assert graph.parents.tolist() == [-1, 0, 1]
+    assert graph.shape_materials.tolist() == [0, 1]
+    assert np.allclose(geometry.world_matrices(m, graph.parents), world, atol=1e-6)
+    first = geometry.decode_shape(m, 0)
+    assert len(first.triangles) == 6 and set(first.draw.tolist()) == {1}
+    second = geometry.decode_shape(m, 1)
+    assert len(second.triangles) == 6
+    # The second packet's slot 0 is 0xFFFF: it keeps draw matrix 3 from the first packet.
+    tail = second.draw[12:]
+    positions = second.indices[geometry.POS][12:]
+    assert (tail[positions % 2 == 0] == 3).all() and (tail[positions % 2 == 1] == 2).all()
+
+
+def test_generated_scene_places_rigid_and_weighted_vertices_in_the_bind_pose():
+    m, world = generated()
+    scene = model_convert.to_scene(m, "gen")
+    rigid, mixed = scene.meshes
+    grid = np.concatenate(
+        [np.stack(np.meshgrid(np.arange(4.0), np.arange(3.0)), -1).reshape(-1, 2), np.zeros((12, 1))], 1
+    )
+    # Rigid on joint 1: world[1] · p.
+    expected = grid @ world[1][:3, :3].T + world[1][:3, 3]
+    found = {tuple(np.round(p, 4)) for p in rigid.positions}
+    assert found == {tuple(np.round(p, 4)) for p in expected[:8]}
+    # Weighted vertices (model space, W·invBind = I) stay where they are.
+    weighted = np.flatnonzero(mixed.skin_weights[:, 1] > 0)
+    assert len(weighted) and np.allclose(mixed.skin_weights.sum(1), 1)
+    assert np.all(np.isin(np.round(mixed.positions[weighted], 4).tolist(), np.round(grid, 4)))
+    # Clockwise GX faces toward +Z become counter-clockwise: the normals agree with the winding.
+    tri = rigid.positions[rigid.triangles]
+    face = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    normal = world[1][:3, :3] @ [0, 0, 1]
+    assert (face @ normal > 0).all()
+    assert np.allclose(rigid.normals.data, normal / np.linalg.norm(normal), atol=1e-6)
+    assert [layer.name for layer in rigid.uv_layers] == ["TEX0"]
+    assert scene.materials[1].name == "cloth" and len(scene.images) == 1
+
+
+@pytest.mark.parametrize(
+    ("kind", "raw", "rgba"),
+    [
+        (0, bytes([0xF8, 0x1F]), (255, 0, 255, 255)),
+        (1, bytes([1, 2, 3]), (1, 2, 3, 255)),
+        (2, bytes([1, 2, 3, 9]), (1, 2, 3, 255)),
+        (3, bytes([0x12, 0x3F]), (0x11, 0x22, 0x33, 0xFF)),
+        (4, bytes([0xFC, 0x0F, 0xC0]), (255, 0, 255, 0)),
+        (5, bytes([1, 2, 3, 4]), (1, 2, 3, 4)),
+    ],
+)
+def test_every_vertex_colour_format(kind, raw, rgba):
+    assert tuple(geometry.decode_colors(raw, kind)[0]) == rgba
+
+
+def test_truncated_or_corrupt_models_give_one_format_error():
+    m, _ = generated()
+    data = model.write(m)
+    for size in (8, 0x40, len(data) // 3, len(data) // 2, len(data) - 40):
+        with pytest.raises(FormatError):
+            model_convert.to_scene(model.read(data[:size], "cut.bmd"), "cut", "cut.bmd")
+    # A packet naming a matrix slot past DRW1's draw matrices.
+    broken = model.read(data, "bad.bmd")
+    broken.shp1.slots[0] = 40
+    with pytest.raises(FormatError, match="bad.bmd.*draw matrix"):
+        model_convert.to_scene(model.read(model.write(broken), "bad.bmd"), "bad", "bad.bmd")
+    # An INF1 offset outside its section.
+    corrupt = bytearray(data)
+    corrupt[0x20 + 0x14 : 0x20 + 0x18] = (0x7000).to_bytes(4, "big")
+    with pytest.raises(FormatError, match="INF1 graph offset"):
+        model.read(bytes(corrupt), "bad.bmd")
