@@ -1,7 +1,7 @@
 """A BMD/BDL model → the neutral Scene: one skeleton, one mesh per shape, materials and images.
 
-- Skeleton: the JNT1 joints with their INF1 parents and names; rest = the world matrices of the
-  model's scaling rule, in the file's Y-up space (a BCK's joint values are parent-relative in
+- Skeleton: the JNT1 joints with their INF1 parents and names; bones shown along the joints' X
+  axis (``BONE_DISPLAY``); rest = the world matrices of the model's scaling rule, in the file's Y-up space (a BCK's joint values are parent-relative in
   that space, so the armature that BCK, BTK, BRK and BTP imports animate is this one); the axis
   conversion (``AXES``) goes onto the armature object (``Scene.extras["object_matrix"]``). Each
   bone's extras keep its JNT1 record (flags, scale compensation, the S/R/T as stored, bounds).
@@ -29,6 +29,11 @@ from .bmt import BMT
 from .model import SCALING_RULES, Model
 
 AXES = ("-Z", "Y")  # the default (forward, up): GameCube models are Y-up and face +Z
+# Joints extend along their X axis (a child sits along its parent's X): Blender shows each bone's Y
+# along the joint's X (rest @ BONE_DISPLAY), so bones reach their children.
+BONE_DISPLAY = np.array(
+    [[0.0, 1.0, 0.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]]
+)
 
 
 def _skeleton(
@@ -56,6 +61,7 @@ def _skeleton(
         world,
         deform=deform,
         bone_extras=extras,
+        bone_display=BONE_DISPLAY.copy(),
         extras={
             "scaling_rule": SCALING_RULES[model.inf1.scaling_rule]
             if model.inf1.scaling_rule < 3
