@@ -176,6 +176,9 @@ def read_graph(model: Model, filename: str = "<bytes>") -> Graph:
             raise FormatError(filename, at, f"INF1 scene graph node type 0x{op:02X} is unknown")
     if (parents == -2).any() or len(order) != shapes:
         raise FormatError(filename, base, "INF1 scene graph leaves joints or shapes out")
+    late = np.flatnonzero(parents >= np.arange(joints))
+    if len(late):
+        raise FormatError(filename, base, f"INF1 joint {int(late[0])} comes before its parent")
     return Graph(parents, shape_materials, shape_joints, order)
 
 
@@ -199,10 +202,8 @@ def world_matrices(model: Model, parents: np.ndarray) -> np.ndarray:
     world = np.tile(np.eye(4), (count, 1, 1))
     unscaled = np.tile(np.eye(4), (count, 1, 1))
     accumulated = np.ones((count, 3))
-    for i in range(count):  # JNT1 lists parents before children
+    for i in range(count):  # parents come first (read_graph checks)
         p = int(parents[i])
-        if p >= i:
-            raise ValueError(f"joint {i} comes before its parent {p}")
         if rule == SOFTIMAGE:
             parent_u = unscaled[p] if p >= 0 else np.eye(4)
             parent_a = accumulated[p] if p >= 0 else np.ones(3)
@@ -321,6 +322,8 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
     for attribute, kind in descriptors.tolist():
         if kind == INDEX_NONE:
             continue
+        if fields and attribute <= fields[-1]:
+            raise FormatError(filename, base, f"SHP1 shape {shape}: attributes out of order or repeated")
         name = ATTRIBUTE_NAMES.get(attribute)
         if name is None or kind > INDEX_U16:
             raise FormatError(
