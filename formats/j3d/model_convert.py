@@ -7,8 +7,8 @@
   bone's extras keep its JNT1 record (flags, scale compensation, the S/R/T as stored, bounds).
 - Meshes: one per shape, named ``shape<index>``, in shape order. A vertex is a (position index,
   draw matrix) pair placed in the bind pose (``model_geometry``); normals (through the inverse
-  transpose of the draw matrix, normalised), CLR0/CLR1 and every TEXn (V flipped) are per
-  corner. Triangles turn from GX's clockwise to counter-clockwise. Skin: the draw matrix's
+  transpose of the draw matrix, normalised) are per vertex where each vertex has one, else per
+  corner; CLR0/CLR1 and every TEXn (V flipped) are per corner. Triangles turn from GX's clockwise to counter-clockwise. Skin: the draw matrix's
   joints and weights (rigid: one joint, weight 1).
 - Materials and images: MAT3 and TEX1 through ``material_set`` (the same materials a BMT makes),
   each shape with the material INF1 gives it.
@@ -119,9 +119,15 @@ def shape_mesh(
         raw = arrays[geometry.NRM][shape_geometry.indices[normal_attribute][corners], :3].astype(np.float64)
         turned = np.einsum("nij,nj->ni", normal_matrices[draw[corners]], raw)
         length = np.linalg.norm(turned, axis=1, keepdims=True)
-        mesh.normals = Layer(
-            "normal", (turned / np.where(length > 0, length, 1)).astype(np.float32), "CORNER"
-        )
+        normals = (turned / np.where(length > 0, length, 1)).astype(np.float32)
+        # Per vertex when every corner of each vertex has the same normal (Blender sets those faster).
+        corner_vertices = mesh.triangles.reshape(-1)
+        per_vertex = np.zeros((len(positions), 3), np.float32)
+        per_vertex[corner_vertices] = normals
+        if np.array_equal(per_vertex[corner_vertices], normals):
+            mesh.normals = Layer("normal", per_vertex, "POINT")
+        else:
+            mesh.normals = Layer("normal", normals, "CORNER")
     for k, attribute in enumerate((geometry.CLR0, geometry.CLR1)):
         if attribute in shape_geometry.indices:
             colors = arrays[attribute][shape_geometry.indices[attribute][corners]].astype(np.float32) / 255
