@@ -11,10 +11,12 @@
   corner; CLR0/CLR1 and every TEXn (V flipped) are per corner. Triangles turn from GX's clockwise to counter-clockwise. Skin: the draw matrix's
   joints and weights (rigid: one joint, weight 1).
 - Materials and images: MAT3 and TEX1 through ``material_set`` (the same materials a BMT makes),
-  each shape with the material INF1 gives it.
+  each shape with the material INF1 gives it; then every other TEX1 texture (what a BTP switches
+  to), textures that share their data decoded once.
 
 Mesh extras keep what a writer needs of the shape (matrix type, attribute descriptors, packet
-count); scene extras the file's kind, tag and scaling rule.
+count); scene extras the file's kind, tag, INF1 flags (scaling rule), vertex formats (component
+types and fixed-point shifts) and a BDL's MDL3 section as it is.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import FormatError
-from ..scene import Layer, Mesh, Scene, Skeleton, axis_matrix
+from ..scene import Image, Layer, Mesh, Scene, Skeleton, axis_matrix
+from ..textures import gx
 from . import material_set
 from . import model_geometry as geometry
 from .bmt import BMT
@@ -150,6 +153,41 @@ def shape_mesh(
     return mesh
 
 
+def _texture_key(tex1, index: int) -> tuple:
+    """What a texture's pixels depend on: where its texels and palette are and how they are encoded."""
+    header = tex1.headers[index]
+    palette = int(tex1.data_positions("palette_offset")[index]) if header["palette_count"] else -1
+    fields = ("format", "width", "height", "palette_count", "palette_format")
+    return (int(tex1.data_positions()[index]), palette, *(int(header[f]) for f in fields))
+
+
+def _all_images(model: Model, images: list[Image], filename: str) -> list[Image]:
+    """The images the materials use, then every other TEX1 texture (a BTP may switch to any), in TEX1
+    order; textures sharing their data decode once and share the pixels."""
+    tex1 = model.tex1
+    decoded = {_texture_key(tex1, image.extras["tex1_index"]): image.pixels for image in images}
+    present = {image.extras["tex1_index"] for image in images}
+    out = list(images)
+    for index in range(len(tex1.headers)):
+        if index in present:
+            continue
+        key = _texture_key(tex1, index)
+        image = material_set.tex1_image(tex1, index, filename) if key not in decoded else None
+        if image is None:
+            header = tex1.headers[index]
+            image = Image(
+                tex1.names[index],
+                decoded[key],
+                int(header["width"]),
+                int(header["height"]),
+                source_format=gx.NAMES.get(int(header["format"]), str(int(header["format"]))),
+                extras={"tex1_index": index},
+            )
+        decoded[key] = image.pixels
+        out.append(image)
+    return out
+
+
 def to_scene(
     model: Model, name: str = "", filename: str = "<bytes>", axis: np.ndarray | None = None
 ) -> Scene:
@@ -172,15 +210,20 @@ def to_scene(
         skeletons=[_skeleton(model, graph, world, name or "J3D model", deform)],
         meshes=meshes,
         materials=materials.materials,
-        images=materials.images,
+        images=_all_images(model, materials.images, filename),
         warnings=list(materials.warnings),
         extras={
             "kind": model.kind.decode(),
             "tag": model.framing.tag,
             "scaling_rule": model.inf1.scaling_rule,
+            "inf1_flags": model.inf1.flags,
+            "vertex_formats": model.vtx1.formats[["attribute", "count", "type", "shift"]].tolist(),
             "object_matrix": axis.reshape(-1).tolist(),
         },
     )
+    mdl3 = model.raw(b"MDL3")
+    if mdl3 is not None:  # the BDL's precompiled material display lists, valid while MAT3 is unedited
+        scene.extras["mdl3"] = mdl3.data
     skipped = sum(
         v for m in meshes for k, v in m.extras["primitives"].items() if int(k, 16) >= geometry.LINES
     )

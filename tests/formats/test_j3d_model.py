@@ -62,6 +62,15 @@ def test_corpus_model_scene_and_summary():
     scene = model_convert.to_scene(model.read(data, path.name), "ba", path.name)
     assert len(scene.skeletons[0]) == 19 and len(scene.meshes) == 4
     assert sum(len(m.triangles) for m in scene.meshes) == 785
+    # Every TEX1 texture is an image; textures sharing their data share the decoded pixels.
+    tex1 = model.read(data, path.name).tex1
+    assert sorted(i.extras["tex1_index"] for i in scene.images) == list(range(len(tex1.headers)))
+    by_data = {}
+    for image in scene.images:
+        by_data.setdefault(int(tex1.data_positions()[image.extras["tex1_index"]]), []).append(image.pixels)
+    assert any(len(group) > 1 for group in by_data.values())
+    assert all(all(p is group[0] for p in group) for group in by_data.values() if len(group) > 2)
+    assert scene.extras["mdl3"][:4] == b"MDL3" and scene.extras["vertex_formats"][0][0] == 9
     text = inspect.summarize(data, path.name)
     assert "joints: 19" in text and "triangles: 785" in text and "CMPR" in text
 
