@@ -48,6 +48,7 @@ class Layout:
     order: list[str] = field(default_factory=list)  # present tables in file order; empty: the writer's order
     tails: dict[str, bytes] = field(default_factory=dict)  # bytes after a table up to the next (or the end)
     head: bytes = b""  # bytes between the header and the first table (or the end, without tables)
+    starts: dict[str, int] = field(default_factory=dict, compare=False)  # section-relative, as read
 
 
 def _spans(r: Reader, base: int, size: int, header: int, offsets: dict[str, int], tag: str):
@@ -69,7 +70,8 @@ class _Tables:
         self.r, self.base, self.size, self.tag = r, base, size, tag
         self.spans, order = _spans(r, base, size, header, offsets, tag)
         first = self.spans[order[0]][0] if order else size
-        self.layout = Layout(order, {}, r.data[base + header : base + first])
+        starts = {name: span[0] for name, span in self.spans.items()}
+        self.layout = Layout(order, {}, r.data[base + header : base + first], starts)
 
     def has(self, name: str) -> bool:
         return name in self.spans
@@ -539,6 +541,11 @@ class Model:
     @property
     def tex1(self) -> TEX1:
         return self._get(TEX1)
+
+    def table_offset(self, section, table: str) -> int:
+        """File offset of a table of a section as read (the section's start when unknown)."""
+        base = self.offsets.get(type(section), 0)
+        return base + section.layout.starts.get(table, 0)
 
     def raw(self, magic: bytes) -> RawSection | None:
         return next((s for s in self.sections if isinstance(s, RawSection) and s.magic == magic), None)

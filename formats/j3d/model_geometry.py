@@ -317,6 +317,8 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
     shp1 = model.shp1
     base = model.offsets.get(type(shp1), 0)
     entry = shp1.shapes()[shape]
+    lists_at = model.table_offset(shp1, "lists")
+    base = model.table_offset(shp1, "descriptors") + int(entry["descriptor_offset"])
     descriptors = shp1.descriptor_list(shape, filename, base)
     fields, formats = [], []
     for attribute, kind in descriptors.tolist():
@@ -350,7 +352,9 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
         first, count = int(group["first"]), int(group["count"])
         if count > 10:
             raise FormatError(
-                filename, base, f"SHP1 shape {shape} packet {p} loads {count} matrix slots (at most 10)"
+                filename,
+                model.table_offset(shp1, "groups") + 8 * (first_group + p),
+                f"SHP1 shape {shape} packet {p} loads {count} matrix slots (at most 10)",
             )
         loaded = shp1.slots[first : first + count].astype(np.int64)
         keep = loaded == 0xFFFF
@@ -358,7 +362,9 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
         start, size = int(packet["offset"]), int(packet["size"])
         if start + size > len(lists):
             raise FormatError(
-                filename, base, f"SHP1 shape {shape} packet {p} display list runs past its data"
+                filename,
+                model.table_offset(shp1, "packets") + 8 * (first_packet + p),
+                f"SHP1 shape {shape} packet {p} display list runs past its data",
             )
         pos, end = start, start + size
         packet_records = []
@@ -368,13 +374,15 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
                 break
             kind = command & 0xF8
             if kind not in PRIMITIVES or pos + 3 > end:
-                raise FormatError(filename, base, f"SHP1 shape {shape}: display-list command 0x{command:02X}")
+                raise FormatError(
+                    filename, lists_at + pos, f"SHP1 shape {shape}: display-list command 0x{command:02X}"
+                )
             n = int.from_bytes(lists[pos + 1 : pos + 3], "big")
             pos += 3
             if pos + n * stride > end:
                 raise FormatError(
                     filename,
-                    base,
+                    lists_at + pos - 2,
                     f"SHP1 shape {shape}: a primitive of {n} vertices runs past its display list",
                 )
             packet_records.append(np.frombuffer(lists, dtype, n, pos))
@@ -391,11 +399,13 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
             else np.zeros(len(block), np.int64)
         )
         if (slot >= 10).any():
-            raise FormatError(filename, base, f"SHP1 shape {shape}: a vertex uses matrix slot past 9")
+            raise FormatError(
+                filename, lists_at + start, f"SHP1 shape {shape}: a vertex uses matrix slot past 9"
+            )
         draw = slots[slot]
         if (draw < 0).any():
             raise FormatError(
-                filename, base, f"SHP1 shape {shape}: a vertex uses a matrix slot nothing loaded"
+                filename, lists_at + start, f"SHP1 shape {shape}: a vertex uses a matrix slot nothing loaded"
             )
         records.append(block)
         draws.append(draw)
@@ -403,7 +413,9 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
     draw = np.concatenate(draws) if draws else np.zeros(0, np.int64)
     if len(draw) and draw.max() >= len(model.drw1.kinds):
         raise FormatError(
-            filename, base, f"SHP1 shape {shape}: a matrix slot names a draw matrix past DRW1's"
+            filename,
+            model.table_offset(shp1, "slots"),
+            f"SHP1 shape {shape}: a matrix slot names a draw matrix past DRW1's ({len(model.drw1.kinds)})",
         )
     indices = {a: block[f"a{a}"].astype(np.int64) for a in fields if a >= POS}
     tris = np.concatenate(triangles) if triangles else np.zeros((0, 3), np.int64)

@@ -143,6 +143,14 @@ def test_truncated_or_corrupt_models_give_one_format_error():
     broken.shp1.slots[0] = 40
     with pytest.raises(FormatError, match="bad.bmd.*draw matrix"):
         model_convert.to_scene(model.read(model.write(broken), "bad.bmd"), "bad", "bad.bmd")
+    # An unknown display-list command: the error names its byte.
+    parsed = model.read(data, "bad.bmd")
+    at = parsed.table_offset(parsed.shp1, "lists") + int(parsed.shp1.packets[0]["offset"])
+    corrupt = bytearray(data)
+    corrupt[at] = 0x41
+    with pytest.raises(FormatError, match="command 0x41") as caught:
+        model_convert.to_scene(model.read(bytes(corrupt), "bad.bmd"), "bad", "bad.bmd")
+    assert caught.value.offset == at
     # An INF1 offset outside its section.
     corrupt = bytearray(data)
     corrupt[0x20 + 0x14 : 0x20 + 0x18] = (0x7000).to_bytes(4, "big")
