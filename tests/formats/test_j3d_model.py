@@ -156,3 +156,75 @@ def test_truncated_or_corrupt_models_give_one_format_error():
     corrupt[0x20 + 0x14 : 0x20 + 0x18] = (0x7000).to_bytes(4, "big")
     with pytest.raises(FormatError, match="INF1 graph offset"):
         model.read(bytes(corrupt), "bad.bmd")
+
+
+@pytest.mark.parametrize(
+    ("kind", "count", "expected"),
+    [
+        (geometry.TRIANGLES, 6, [[0, 1, 2], [3, 4, 5]]),
+        (geometry.QUADS, 4, [[0, 1, 2], [0, 2, 3]]),
+        (geometry.QUADS2, 8, [[0, 1, 2], [0, 2, 3], [4, 5, 6], [4, 6, 7]]),
+        (geometry.STRIP, 5, [[0, 1, 2], [1, 3, 2], [2, 3, 4]]),
+        (geometry.FAN, 5, [[0, 1, 2], [0, 2, 3], [0, 3, 4]]),
+        (geometry.LINES, 4, []),
+        (geometry.LINE_STRIP, 4, []),
+        (geometry.POINTS, 3, []),
+    ],
+)
+def test_every_primitive_kind_expands_in_gx_order(kind, count, expected):
+    assert geometry._pattern(kind, count).tolist() == expected
+
+
+def test_display_lists_mixing_primitive_kinds_decode_in_order():
+    m, _ = generated()
+    shape = m.shp1.shapes()[0]
+    packet = m.shp1.packets[int(shape["first_packet"])]
+    start = int(packet["offset"])
+    stride = 6  # POS, NRM, TEX0 as u16 indices
+    old = m.shp1.lists[start + 3 : start + 3 + 18 * stride]
+    vertices = [old[i * stride : (i + 1) * stride] for i in range(18)]
+    lists = bytearray(m.shp1.lists)
+    body = bytes([geometry.STRIP]) + (4).to_bytes(2, "big") + b"".join(vertices[:4])
+    body += bytes([geometry.FAN]) + (4).to_bytes(2, "big") + b"".join(vertices[4:8])
+    body += bytes([geometry.QUADS]) + (4).to_bytes(2, "big") + b"".join(vertices[8:12])
+    body += bytes([geometry.POINTS]) + (2).to_bytes(2, "big") + b"".join(vertices[12:14])
+    lists[start : start + len(body) + 1] = body + b"\0"
+    m.shp1.lists = bytes(lists)
+    decoded = geometry.decode_shape(m, 0)
+    assert decoded.primitives == {geometry.STRIP: 1, geometry.FAN: 1, geometry.QUADS: 1, geometry.POINTS: 1}
+    assert decoded.triangles.tolist() == [[0, 1, 2], [1, 3, 2], [4, 5, 6], [4, 6, 7], [8, 9, 10], [8, 10, 11]]
+    assert len(decoded.draw) == 14
+
+
+@pytest.mark.parametrize(("kind", "dtype"), [(0, "u1"), (1, "i1"), (2, ">u2"), (3, ">i2"), (4, ">f4")])
+def test_vertex_arrays_of_every_component_type_and_shift(kind, dtype):
+    m, _ = generated()
+    shift = 0 if kind == 4 else 3
+    values = np.array([[0, 1], [2, 3], [4, 5.5]]) + (1 if kind in (0, 2) else -1)
+    row = int(np.flatnonzero(m.vtx1.formats["attribute"] == geometry.TEX[0])[0])
+    m.vtx1.formats["type"][row], m.vtx1.formats["shift"][row] = kind, shift
+    m.vtx1.arrays[geometry.TEX[0]] = (values * 2**shift).astype(dtype).tobytes()
+    assert np.array_equal(geometry.decode_array(m, geometry.TEX[0]), values.astype(np.float32))
+    # Normals use the hardware's fixed point whatever the file says.
+    row = int(np.flatnonzero(m.vtx1.formats["attribute"] == geometry.NRM)[0])
+    m.vtx1.formats["type"][row], m.vtx1.formats["shift"][row] = 3, 15
+    m.vtx1.arrays[geometry.NRM] = np.array([[0, 0, 1 << 14]], ">i2").tobytes()
+    assert geometry.decode_array(m, geometry.NRM).tolist() == [[0, 0, 1]]
+
+
+def test_the_three_scaling_rules():
+    m, _ = generated()
+    m.jnt1.entries["scale"][0] = (1, 2, 1)
+    m.jnt1.entries["scale_compensate"][1] = 1
+    parents = np.array([-1, 0, 1])
+    turn = np.array([[0.0, -1, 0], [1, 0, 0], [0, 0, 1]])  # the arm's 90° about Z
+    stretch = np.diag([1.0, 2, 1])
+    results = {}
+    for rule in (geometry.BASIC, geometry.SOFTIMAGE, geometry.MAYA):
+        m.inf1.flags = rule
+        results[rule] = geometry.world_matrices(m, parents)
+    assert np.allclose(results[geometry.BASIC][1][:3, :3], stretch @ turn)  # sheared by the parent
+    assert np.allclose(results[geometry.SOFTIMAGE][1][:3, :3], turn @ stretch)  # scale accumulated last
+    assert np.allclose(results[geometry.MAYA][1][:3, :3], turn)  # the parent's scale compensated
+    for world in results.values():  # translations go through the parent's scale in every rule
+        assert np.allclose(world[1][:3, 3], [1, 4, 0])
