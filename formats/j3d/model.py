@@ -131,9 +131,10 @@ class _Assembler:
         self.order = layout.order or list(names)
 
     def put(self, tables: dict[str, bytes | None]) -> None:
+        """Tables in the layout's order; a new section leaves out its empty tables (offset 0)."""
         for name in self.order:
             data = tables.get(name)
-            if data is None:
+            if data is None or (not data and not self.layout.order):
                 continue
             self.offsets[name] = len(self.body)
             self.body += data
@@ -289,13 +290,12 @@ def read_evp1(r: Reader, base: int, size: int) -> EVP1:
 
 def write_evp1(s: EVP1) -> bytes:
     a = _Assembler(0x1C, s.layout, EVP1_TABLES)
-    present = len(s.counts) > 0 or len(s.inverse_binds) > 0
     a.put(
         {
-            "counts": np.asarray(s.counts, "u1").tobytes() if present else None,
-            "joints": np.asarray(s.joints, ">u2").tobytes() if present else None,
-            "weights": np.asarray(s.weights, ">f4").tobytes() if present else None,
-            "inverse_binds": np.asarray(s.inverse_binds, ">f4").tobytes() if present else None,
+            "counts": np.asarray(s.counts, "u1").tobytes(),
+            "joints": np.asarray(s.joints, ">u2").tobytes(),
+            "weights": np.asarray(s.weights, ">f4").tobytes(),
+            "inverse_binds": np.asarray(s.inverse_binds, ">f4").tobytes(),
         }
     )
     fields = _fields("HH4I", len(s.counts), s.marker, *(a.offsets[n] for n in EVP1_TABLES))
@@ -464,7 +464,7 @@ def write_shp1(s: SHP1) -> bytes:
         {
             "entries": np.asarray(s.entries, SHAPE_DTYPE).tobytes(),
             "remap": np.asarray(s.remap, ">u2").tobytes(),
-            "names": write_names(s.names) if s.names else None,
+            "names": write_names(s.names) if s.names or "names" in s.layout.order else None,
             "descriptors": s.descriptors,
             "slots": np.asarray(s.slots, ">u2").tobytes(),
             "lists": s.lists,
