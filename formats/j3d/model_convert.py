@@ -119,18 +119,22 @@ def shape_mesh(
     )
     normal_attribute = geometry.NBT if geometry.NBT in shape_geometry.indices else geometry.NRM
     if normal_attribute in shape_geometry.indices and geometry.NRM in arrays:
-        raw = arrays[geometry.NRM][shape_geometry.indices[normal_attribute][corners], :3].astype(np.float64)
-        turned = np.einsum("nij,nj->ni", normal_matrices[draw[corners]], raw)
+        # Each distinct (normal, draw matrix) pair is turned once.
+        keys = shape_geometry.indices[normal_attribute][corners] * len(skin.matrices) + draw[corners]
+        pairs, pair_of_corner = np.unique(keys, return_inverse=True)
+        raw = arrays[geometry.NRM][pairs // len(skin.matrices), :3].astype(np.float64)
+        turned = np.einsum("nij,nj->ni", normal_matrices[pairs % len(skin.matrices)], raw)
         length = np.linalg.norm(turned, axis=1, keepdims=True)
-        normals = (turned / np.where(length > 0, length, 1)).astype(np.float32)
+        unit = (turned / np.where(length > 0, length, 1)).astype(np.float32)
+        pair_of_corner = pair_of_corner.reshape(-1)
         # Per vertex when every corner of each vertex has the same normal (Blender sets those faster).
         corner_vertices = mesh.triangles.reshape(-1)
-        per_vertex = np.zeros((len(positions), 3), np.float32)
-        per_vertex[corner_vertices] = normals
-        if np.array_equal(per_vertex[corner_vertices], normals):
-            mesh.normals = Layer("normal", per_vertex, "POINT")
+        pair_of_vertex = np.zeros(len(positions), np.int64)
+        pair_of_vertex[corner_vertices] = pair_of_corner
+        if np.array_equal(pair_of_vertex[corner_vertices], pair_of_corner):
+            mesh.normals = Layer("normal", unit[pair_of_vertex], "POINT")
         else:
-            mesh.normals = Layer("normal", normals, "CORNER")
+            mesh.normals = Layer("normal", unit[pair_of_corner], "CORNER")
     for k, attribute in enumerate((geometry.CLR0, geometry.CLR1)):
         if attribute in shape_geometry.indices:
             colors = arrays[attribute][shape_geometry.indices[attribute][corners]].astype(np.float32) / 255
