@@ -52,8 +52,13 @@ def _model_lines(data: bytes, name: str) -> list[str]:
     graph = model_geometry.read_graph(model, name)
     arrays = model_geometry.arrays(model, name)
     vertices = triangles = packets = 0
+    unsupported = []
     for shape in range(len(model.shp1.remap)):
-        geometry = model_geometry.decode_shape(model, shape, name)
+        try:
+            geometry = model_geometry.decode_shape(model, shape, name)
+        except model_geometry.Unsupported as e:
+            unsupported.append(f"  not decoded: {e}")
+            continue
         model_geometry.check_indices(geometry, arrays, shape, name, 0)
         vertices += len(geometry.draw)
         triangles += len(geometry.triangles)
@@ -67,6 +72,7 @@ def _model_lines(data: bytes, name: str) -> list[str]:
         f"  envelopes: {len(model.evp1.counts)}, draw matrices: {len(model.drw1.kinds)}",
         f"  shapes: {len(model.shp1.remap)}, packets: {packets}, vertices sent: {vertices}, triangles: {triangles}",
         f"  vertex arrays: {', '.join(formats)}; positions: {model.inf1.vertex_count}",
+        *unsupported,
     ]
 
 

@@ -202,10 +202,14 @@ def to_scene(
     arrays = geometry.arrays(model, filename)
     materials = material_set.bmt_to_scene(BMT([model.mat3, model.tex1]), name, filename)
     normal_matrices = _normal_matrices(skin.matrices)
-    meshes = [
-        shape_mesh(model, s, arrays, skin, normal_matrices, int(graph.shape_materials[s]), filename)
-        for s in range(len(model.shp1.remap))
-    ]
+    meshes, warnings = [], []
+    for s in range(len(model.shp1.remap)):
+        try:
+            meshes.append(
+                shape_mesh(model, s, arrays, skin, normal_matrices, int(graph.shape_materials[s]), filename)
+            )
+        except geometry.Unsupported as e:
+            warnings.append(f"{name}: {e}: not imported")
     deform = np.zeros(len(world), bool)
     for mesh in meshes:
         deform[np.unique(mesh.skin_joints[mesh.skin_weights > 0])] = True
@@ -215,7 +219,7 @@ def to_scene(
         meshes=meshes,
         materials=materials.materials,
         images=_all_images(model, materials.images, filename),
-        warnings=list(materials.warnings),
+        warnings=list(materials.warnings) + warnings,
         extras={
             "kind": model.kind.decode(),
             "tag": model.framing.tag,

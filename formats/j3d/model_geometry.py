@@ -125,6 +125,10 @@ def decode_colors(data: bytes, kind: int) -> np.ndarray:
     return out.astype(np.uint8)
 
 
+class Unsupported(Exception):
+    """A well-formed feature the decoder does not handle: the importer leaves its part out with a warning."""
+
+
 # -- the scene graph ----------------------------------------------------------------------
 
 
@@ -333,7 +337,7 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
             )
         if kind == INDEX_DIRECT:
             if attribute > 8:
-                raise FormatError(filename, base, f"SHP1 shape {shape}: direct {name} data is not supported")
+                raise Unsupported(f"shape {shape} sends its {name} values in the display list (direct data)")
             formats.append("u1")
         else:
             formats.append("u1" if kind == INDEX_U8 else ">u2")

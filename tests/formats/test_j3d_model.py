@@ -228,3 +228,18 @@ def test_the_three_scaling_rules():
     assert np.allclose(results[geometry.MAYA][1][:3, :3], turn)  # the parent's scale compensated
     for world in results.values():  # translations go through the parent's scale in every rule
         assert np.allclose(world[1][:3, 3], [1, 4, 0])
+
+
+def test_a_shape_with_direct_vertex_data_is_left_out_with_a_warning():
+    m, _ = generated()
+    at = int(m.shp1.shapes()[0]["descriptor_offset"])
+    pairs = np.frombuffer(m.shp1.descriptors, model.DESCRIPTOR_DTYPE).copy()
+    first = at // 8
+    assert pairs["attribute"][first] == geometry.POS
+    pairs["type"][first] = 1  # direct: the values sit in the display list
+    m.shp1.descriptors = pairs.tobytes()
+    scene = model_convert.to_scene(m, "gen")
+    assert [mesh.name for mesh in scene.meshes] == ["shape1"]
+    assert scene.warnings == [
+        "gen: shape 0 sends its POS values in the display list (direct data): not imported"
+    ]
