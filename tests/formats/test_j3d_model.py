@@ -243,3 +243,20 @@ def test_a_shape_with_direct_vertex_data_is_left_out_with_a_warning():
     assert scene.warnings == [
         "gen: shape 0 sends its POS values in the display list (direct data): not imported"
     ]
+
+
+def test_the_registry_sends_models_to_the_model_importer(tmp_path):
+    from retro_models.formats import registry
+    from retro_models.formats.j3d import files
+
+    data = model.write(generated()[0])
+    for name in ("model.bmd", "model.bdl", "model.bin"):  # the content decides without the extension
+        (tmp_path / name).write_bytes(data)
+        family = registry.family_for(str(tmp_path / name))
+        assert family.name == "j3d_model" and family.importer.idname == "import_scene.j3d_model"
+    scene = files.load_model(str(tmp_path / "model.bdl"), files.ModelImportOptions())
+    assert scene.name == "model" and len(scene.meshes) == 2
+    assert "shapes: 2" in registry.family_for("model.bdl", data).summarize(data, "model.bdl")
+    # An archive reader hands the member's bytes over instead of a path on disk.
+    member = files.load_model("archive.arc/model.bmd", files.ModelImportOptions(), read=lambda path: data)
+    assert member.name == "model" and len(member.meshes) == 2
