@@ -260,3 +260,22 @@ def test_the_registry_sends_models_to_the_model_importer(tmp_path):
     # An archive reader hands the member's bytes over instead of a path on disk.
     member = files.load_model("archive.arc/model.bmd", files.ModelImportOptions(), read=lambda path: data)
     assert member.name == "model" and len(member.meshes) == 2
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", CORPUS_MODELS, ids=lambda p: p.name)
+def test_corpus_faces_point_the_way_their_normals_do(path):
+    """GX's clockwise faces become counter-clockwise: nearly every face agrees with its normals."""
+    scene = model_convert.to_scene(model.read(path.read_bytes(), path.name), path.stem, path.name)
+    agree = total = 0
+    with_normals = [mesh for mesh in scene.meshes if mesh.normals is not None]
+    if not with_normals:
+        pytest.skip(f"{path.name} has no normals")
+    for mesh in with_normals:
+        corners = mesh.positions[mesh.triangles]
+        face = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+        normals = mesh.normals.data
+        per_corner = normals[mesh.triangles] if mesh.normals.domain == "POINT" else normals.reshape(-1, 3, 3)
+        agree += int((np.einsum("fi,fi->f", face, per_corner.sum(axis=1)) > 0).sum())
+        total += len(face)
+    assert agree > 0.95 * total
