@@ -86,7 +86,7 @@ def _game_positions(m: model.Model, frame_values: dict, frame: int) -> list[np.n
 @pytest.mark.corpus
 @pytest.mark.parametrize(("name", "animation_name"), [("ba.bdl", "wait01.bck"), ("btd.bmd", "dead.bck")])
 def test_bck_on_the_imported_armature_moves_vertices_as_the_game_skins_them(
-    empty_scene, name, animation_name
+    empty_scene, tmp_path, name, animation_name
 ):
     path = support.corpus_file(f"j3d-models/{name}")
     animation = support.corpus_file(f"j3d-models/{animation_name}")
@@ -112,6 +112,9 @@ def test_bck_on_the_imported_armature_moves_vertices_as_the_game_skins_them(
     # Envelope vertices: Blender skins from the rest pose, the game from the inverse binds
     # (W · invBind ≈ I to about 0.01 units in these models); rigid ones agree to float32.
     assert worst < 0.005, worst
+    # The unedited action exports back to the same file.
+    retro_models.export_file(bpy.context, str(tmp_path / animation_name))
+    assert (tmp_path / animation_name).read_bytes() == animation.read_bytes()
 
 
 def test_truncated_model_gives_one_format_error_and_changes_nothing(empty_scene, tmp_path):
