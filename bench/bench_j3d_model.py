@@ -6,7 +6,8 @@ Generates a skinned tube with ``formats/j3d/model_build.py`` (by default 260 rin
 columns = 207,200 triangles, 100 joints in a chain, every ring weighted between two joints: 260
 envelopes, 4 materials with their textures, packets of up to 10 draw matrices) and times, best of
 ``--runs`` (default 3): read (``model.read``), to_scene (``model_convert.to_scene``), build
-(``build_scene`` into an empty Blender scene) and the whole ``import_file``. Then Blender's glTF
+(``build_scene`` into an empty Blender scene) and the whole ``import_file``; the floor (the same
+arrays put into Blender with bulk calls alone, ``bench_toshi.floor``); Blender's glTF
 importer on the same content (the imported scene exported once to GLB), and every model in
 ../shared/corpus/j3d-models and j3d (the aim: each under 2 s).
 """
@@ -126,9 +127,14 @@ def main() -> int:
         ("import", import_time),
     ):
         print(f"{name:<12}{seconds:>9.3f}")
-    if not args.no_gltf:
-        glb = folder / "tube.glb"
+    glb = folder / "tube.glb"
+    if not args.no_gltf:  # the imported scene, still in Blender after the last run
         bpy.ops.export_scene.gltf(filepath=str(glb), export_format="GLB", export_animations=False)
+    from bench_toshi import floor  # the same arrays through Blender's bulk calls alone
+
+    base = floor(scene, args.runs)["floor"]
+    print(f"{'floor':<12}{base:>9.3f}   import / floor = {import_time / base:.2f}")
+    if not args.no_gltf:
         gltf_time, _ = best(min(args.runs, 2), lambda: bpy.ops.import_scene.gltf(filepath=str(glb)))
         print(f"{'glTF import':<12}{gltf_time:>9.3f}   import / glTF = {import_time / gltf_time:.2f}")
     print("corpus models (import_file, best of 2):")
