@@ -195,6 +195,7 @@ def _all_images(model: Model, images: list[Image], filename: str) -> list[Image]
 def to_scene(
     model: Model, name: str = "", filename: str = "<bytes>", axis: np.ndarray | None = None
 ) -> Scene:
+    """The model as a Scene; ``axis`` (file → Blender, default ``AXES``) goes onto the armature object."""
     axis = axis_matrix(*AXES) if axis is None else np.asarray(axis, np.float64)
     graph = geometry.read_graph(model, filename)
     world = geometry.world_matrices(model, graph.parents)

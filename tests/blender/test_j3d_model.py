@@ -125,3 +125,22 @@ def test_truncated_model_gives_one_format_error_and_changes_nothing(empty_scene,
     with pytest.raises(FormatError, match="cut.bdl"):
         retro_models.import_file(bpy.context, str(path))
     assert support.data_counts() == before
+
+
+def test_material_animations_apply_to_the_imported_materials_by_name(empty_scene, tmp_path):
+    import j3d_fixtures
+    from j3d_model_fixtures import generated
+    from retro_models.operators.blender import compat
+
+    built, _ = generated()
+    built.mat3.names[0] = "m1"  # the material the fixture BPK animates
+    (tmp_path / "gen.bmd").write_bytes(model.write(built))
+    (tmp_path / "color.bpk").write_bytes(j3d_fixtures.bpk_bytes())
+    retro_models.import_file(bpy.context, str(tmp_path / "gen.bmd"))
+    for obj in _objects("MESH"):
+        obj.select_set(True)
+    report = retro_models.import_file(bpy.context, str(tmp_path / "color.bpk"))
+    assert "m1" in " ".join(report.notes)
+    tree = bpy.data.materials["m1"].node_tree
+    assert tree.animation_data is not None and compat.action_fcurves(tree.animation_data.action)
+    assert bpy.data.materials["cloth"].node_tree.animation_data is None
