@@ -68,13 +68,18 @@ class Exporter:
 
 @dataclass(frozen=True)
 class Family:
-    name: str  # its package formats/<name>/ and its Blender-side module operators/<name>.py
+    name: str  # its package formats/<name>/ (or ``converter``'s) and its Blender-side module operators/<name>.py
     label: str  # what users call its files (the drag-and-drop menu)
     extensions: tuple[str, ...]  # lower case, with the dot ("": files without one)
     detect: Callable[[bytes, str], bool]  # (the file's first bytes, its name) → the content is the family's
     summarize: Callable[[bytes, str], str]  # (the file's bytes, its name) → a readable summary
     importer: Importer | None = None
     exporter: Exporter | None = None
+    converter: str = ""  # its converter module under formats/ (with AXES), when not <name>.convert
+
+    @property
+    def converter_module(self) -> str:
+        return self.converter or f"{self.name}.convert"
 
 
 def always(scene: Scene) -> bool:
@@ -181,6 +186,24 @@ FAMILIES: tuple[Family, ...] = (
             tmrf_files.save,
             tmrf_files.EXTENSIONS,
         ),
+    ),
+    # Before "j3d": a model's content is told from an animation's by its file type, not only its magic.
+    Family(
+        "j3d_model",
+        "J3D model",
+        j3d_files.MODEL_EXTENSIONS,
+        j3d_inspect.detect_model,
+        j3d_inspect.summarize,
+        Importer(
+            "import_scene.j3d_model",
+            "Import J3D Model",
+            "J3D model (.bmd, .bdl)",
+            "Import Nintendo GameCube/Wii J3D models (.bmd, .bdl): skinned armature, meshes, materials and "
+            "textures; J3D animations then apply to the armature and materials",
+            j3d_files.ModelImportOptions,
+            j3d_files.load_model,
+        ),
+        converter="j3d.model_convert",
     ),
     Family(
         "j3d",

@@ -1,24 +1,29 @@
-"""J3D animations (.bck .btk .brk .bpk .btp) and material sets (.bmt) on disk.
+"""J3D files on disk: animations (.bck .btk .brk .bpk .btp), material sets (.bmt) and models
+(.bmd .bdl).
 
-The extension says the kind, as in the game's archives. ``load`` gives a scene for the
-selection to take (``apply.bind_joints`` for a BCK); ``save`` writes one animation back.
+The extension says the kind of an animation, as in the game's archives. ``load`` gives a scene
+for the selection to take (``apply.bind_joints`` for a BCK); ``save`` writes one animation back.
+``load_model`` gives a model's scene (the registry's "j3d_model" family); its bytes come from a
+function, so that a model inside an archive reads the same way.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import ExportError, FormatError
 from ..files import read_bytes, write_files
-from ..options import Panel, option
+from ..options import Panel, option, oriented
 from ..scene import Image, Scene
-from . import apply, bck, bmt, bpk, brk, btk, btp, convert, material_set
+from . import apply, bck, bmt, bpk, brk, btk, btp, convert, material_set, model, model_convert
 
 READERS = {".bck": bck, ".btk": btk, ".brk": brk, ".bpk": bpk, ".btp": btp}
 EXTENSIONS = (*READERS, ".bmt")
+MODEL_EXTENSIONS = (".bmd", ".bdl")
 PLAYING = "PLAYING"  # the export of the action playing on the selection
 
 
@@ -123,3 +128,17 @@ def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
     except ValueError as e:
         raise ExportError(f"animation {animation.name!r}: {e}") from e
     return write_files({path: data})
+
+
+ModelOrientation = oriented(model_convert.AXES)
+
+
+@dataclass
+class ModelImportOptions(ModelOrientation):
+    """A model's import: the axis conversion goes onto its armature object."""
+
+
+def load_model(path: str, options: ModelImportOptions, read: Callable[[str], bytes] = read_bytes) -> Scene:
+    """A BMD/BDL model: one skeleton, a mesh per shape, its materials and textures."""
+    name = os.path.splitext(os.path.basename(path))[0]
+    return model_convert.to_scene(model.read(read(path), path), name, path, options.axis())

@@ -1,10 +1,12 @@
-"""Readable summaries of J3D files (animations, BMT, and the materials/textures of BMD/BDL)."""
+"""Readable summaries of J3D files: animations, BMT, and BMD/BDL models (joints, shapes, vertex
+and triangle counts, materials, textures with their formats)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import bck, bmt, bpk, brk, btk, btp
+from . import bck, bmt, bpk, brk, btk, btp, model_geometry
+from . import model as model_module
 from .container import ANIMATION_MAGIC, MODEL_MAGIC, read_container
 from .tex1 import WRAP_MODES
 
@@ -27,6 +29,51 @@ ANIMATIONS = {b"bck1": bck, b"btk1": btk, b"brk1": brk, b"btp1": btp, b"bpk1": b
 
 def detect(data: bytes, name: str) -> bool:
     return data[:4] in (ANIMATION_MAGIC, MODEL_MAGIC)
+
+
+def detect_model(data: bytes, name: str) -> bool:
+    return data[:4] == MODEL_MAGIC and data[4:8] in model_module.KINDS
+
+
+def _vertex_format(entry) -> str:
+    attribute, kind, shift = int(entry["attribute"]), int(entry["type"]), int(entry["shift"])
+    name = model_geometry.ATTRIBUTE_NAMES.get(attribute, str(attribute))
+    if attribute in (model_geometry.CLR0, model_geometry.CLR1):
+        formats = model_geometry.COLOR_FORMATS
+        return f"{name} {formats[kind] if kind < len(formats) else kind}"
+    types = ("u8", "s8", "u16", "s16", "f32")
+    if kind >= 4:
+        return f"{name} {types[kind] if kind < len(types) else kind}"
+    return f"{name} {types[kind]} shift {shift}"
+
+
+def _model_lines(data: bytes, name: str) -> list[str]:
+    model = model_module.read(data, name)
+    graph = model_geometry.read_graph(model, name)
+    arrays = model_geometry.arrays(model, name)
+    vertices = triangles = packets = 0
+    unsupported = []
+    for shape in range(len(model.shp1.remap)):
+        try:
+            geometry = model_geometry.decode_shape(model, shape, name)
+        except model_geometry.Unsupported as e:
+            unsupported.append(f"  not decoded: {e}")
+            continue
+        model_geometry.check_indices(geometry, arrays, shape, name, 0)
+        vertices += len(geometry.draw)
+        triangles += len(geometry.triangles)
+        packets += geometry.packets
+    rule = model.inf1.scaling_rule
+    formats = [_vertex_format(f) for f in model.vtx1.formats[:-1]]
+    roots = [model.jnt1.names[i] for i in range(len(graph.parents)) if graph.parents[i] < 0]
+    return [
+        f"  joints: {len(model.jnt1.remap)} (root {', '.join(roots)}), scaling rule "
+        f"{model_module.SCALING_RULES[rule] if rule < 3 else rule}",
+        f"  envelopes: {len(model.evp1.counts)}, draw matrices: {len(model.drw1.kinds)}",
+        f"  shapes: {len(model.shp1.remap)}, packets: {packets}, vertices sent: {vertices}, triangles: {triangles}",
+        f"  vertex arrays: {', '.join(formats)}; positions: {model.inf1.vertex_count}",
+        *unsupported,
+    ]
 
 
 def _loop(loop_mode: int, length: int) -> str:
@@ -110,6 +157,8 @@ def summarize(data: bytes, name: str) -> str:
         ]
         lines += [_loop(model.loop_mode, model.length), _names("patterns", entries)]
     elif any(s.magic == b"MAT3" for s in container.sections):
+        if container.kind in model_module.KINDS:
+            lines += _model_lines(data, name)
         materials = bmt.read(data, name) if container.kind == b"bmt3" else bmt.cut_from_model(data, name)
         lines.append(_names("materials", materials.mat3.names))
         tex1 = materials.tex1

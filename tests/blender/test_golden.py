@@ -96,6 +96,14 @@ def j3d_bmt_then_btp(folder):
     _apply(pattern)
 
 
+def _j3d_model(relative):
+    def case(folder):
+        path = corpus_file(relative)
+        assert bpy.ops.import_scene.j3d_model(filepath=str(path)) == {"FINISHED"}
+
+    return case
+
+
 def textures_every_gx_format(folder):
     """Every GX format (palettes in each palette format) and DDS, decoded into Blender images."""
     rng = np.random.default_rng(11)
@@ -138,6 +146,8 @@ CASES = {
     "j3d_bpk_color": _j3d_material_animation("color.bpk"),
     "j3d_btp_grandstarget": _j3d_material_animation("grandstarget.btp", textures_file="j3d/driver.bmd"),
     "j3d_bmt_then_btp": j3d_bmt_then_btp,
+    "j3d_model_ba": _j3d_model("j3d-models/ba.bdl"),
+    "j3d_model_bluestarcupsuleplanet": _j3d_model("j3d-models/BlueStarCupsulePlanet.bdl"),
     "textures_every_gx_format": textures_every_gx_format,
     "textures_corpus_tpl": textures_corpus_tpl,
 }

@@ -77,7 +77,7 @@ def test_every_option_is_described_and_the_default_axes_are_the_converters():
                 described = options.describe(field)
                 assert described.label and described.description, (family.name, field.name)
             if hasattr(defaults, "axis_forward"):
-                convert = importlib.import_module(f"retro_models.formats.{family.name}.convert")
+                convert = importlib.import_module(f"retro_models.formats.{family.converter_module}")
                 assert (defaults.axis_forward, defaults.axis_up) == convert.AXES
 
 

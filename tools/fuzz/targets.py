@@ -34,6 +34,7 @@ addon_package.load()
 
 import demo_creature  # noqa: E402
 import j3d_fixtures  # noqa: E402
+import j3d_model_fixtures  # noqa: E402
 import tamsoft_fixtures  # noqa: E402
 import texture_pair  # noqa: E402
 import tmrf_fixtures  # noqa: E402
@@ -44,6 +45,8 @@ from retro_models.formats.archives import compression, rarc, u8  # noqa: E402
 from retro_models.formats.errors import FormatError  # noqa: E402
 from retro_models.formats.j3d import bck, bmt, bpk, brk, btk, btp, material_set  # noqa: E402
 from retro_models.formats.j3d import convert as j3d_convert  # noqa: E402
+from retro_models.formats.j3d import model as j3d_model  # noqa: E402
+from retro_models.formats.j3d import model_convert as j3d_model_convert  # noqa: E402
 from retro_models.formats.tamsoft import cat, texture_cat, tmd0  # noqa: E402
 from retro_models.formats.tamsoft import convert as tamsoft_convert  # noqa: E402
 from retro_models.formats.textures import dds, gx, tpl  # noqa: E402
@@ -246,6 +249,20 @@ def j3d_animation(module) -> Callable[[bytes, Seed], object]:
     return lambda data, seed: j3d_convert.to_scene(module.read(data, seed.name), None, seed.name)
 
 
+def j3d_model_seeds() -> list[Seed]:
+    """The generated model, and the real models that are not too large."""
+    seeds = [Seed("generated.bmd", j3d_model_fixtures.generated_bytes())]
+    return seeds + [
+        Seed(p.name, p.read_bytes())
+        for p in corpus("*.bmd", "*.bdl")
+        if p.stat().st_size <= LARGEST_CORPUS_MODEL
+    ]
+
+
+def run_j3d_model(data: bytes, seed: Seed):
+    return j3d_model_convert.to_scene(j3d_model.read(data, seed.name), seed.name, seed.name)
+
+
 def run_bmt(data: bytes, seed: Seed):
     return material_set.bmt_to_scene(bmt.read(data, seed.name), seed.name, seed.name)
 
@@ -313,6 +330,7 @@ PURE_TARGETS = [
     Target("j3d.btp", j3d_animation(btp), j3d_seeds(".btp")),
     Target("j3d.bpk", j3d_animation(bpk), j3d_seeds(".bpk")),
     Target("j3d.bmt", run_bmt, j3d_seeds(".bmt")),
+    Target("j3d.model", run_j3d_model, j3d_model_seeds),
     Target("tmrf.media", run_tmrf, lambda: [Seed(n, d) for n, d in tmrf_files().items()]),
     Target("ttyd.model", run_ttyd, seeds_ending(ttyd_sets, ("c_test", "demo"))),
     Target("textures.tpl", run_tpl, tpl_seeds),
@@ -335,6 +353,7 @@ def blender_seeds() -> list[Seed]:
         ("tertius_tmrf", [{name: data} for name, data in tmrf_files().items()], ".tmdl"),
         ("ttyd_model", ttyd_sets(), ("c_test", "demo")),
         ("j3d_animation", [{name: data} for name, data in j3d_files().items()], ""),
+        ("j3d_model", [{seed.name: seed.data} for seed in j3d_model_seeds()], ""),
     ]
     seeds = []
     for operator, file_sets, model_ending in families:

@@ -1,0 +1,241 @@
+"""A BMD/BDL model → the neutral Scene: one skeleton, one mesh per shape, materials and images.
+
+- Skeleton: the JNT1 joints with their INF1 parents and names; bones shown along the joints' X
+  axis (``BONE_DISPLAY``); rest = the world matrices of the model's scaling rule, in the file's Y-up space (a BCK's joint values are parent-relative in
+  that space, so the armature that BCK, BTK, BRK and BTP imports animate is this one); the axis
+  conversion (``AXES``) goes onto the armature object (``Scene.extras["object_matrix"]``). Each
+  bone's extras keep its JNT1 record (flags, scale compensation, the S/R/T as stored, bounds).
+- Meshes: one per shape, named ``shape<index>``, in shape order. A vertex is a (position index,
+  draw matrix) pair placed in the bind pose (``model_geometry``); normals (through the inverse
+  transpose of the draw matrix, normalised) are per vertex where each vertex has one, else per
+  corner; CLR0/CLR1 and every TEXn (V flipped) are per corner. Triangles turn from GX's clockwise to counter-clockwise. Skin: the draw matrix's
+  joints and weights (rigid: one joint, weight 1).
+- Materials and images: MAT3 and TEX1 through ``material_set`` (the same materials a BMT makes),
+  each shape with the material INF1 gives it; then every other TEX1 texture (what a BTP switches
+  to), textures that share their data decoded once.
+
+Mesh extras keep what a writer needs of the shape (matrix type, attribute descriptors, packet
+count); scene extras the file's kind, tag, INF1 flags (scaling rule), vertex formats (component
+types and fixed-point shifts) and a BDL's MDL3 section as it is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import FormatError
+from ..scene import Image, Layer, Mesh, Scene, Skeleton, axis_matrix
+from ..textures import gx
+from . import material_set
+from . import model_geometry as geometry
+from .bmt import BMT
+from .model import SCALING_RULES, Model
+
+AXES = ("-Z", "Y")  # the default (forward, up): GameCube models are Y-up and face +Z
+# Joints extend along their X axis (a child sits along its parent's X): Blender shows each bone's Y
+# along the joint's X (rest @ BONE_DISPLAY), so bones reach their children.
+BONE_DISPLAY = np.array(
+    [[0.0, 1.0, 0.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]]
+)
+
+
+def _skeleton(
+    model: Model, graph: geometry.Graph, world: np.ndarray, name: str, deform: np.ndarray
+) -> Skeleton:
+    joints = model.jnt1.joints()
+    extras = []
+    for record in joints:
+        extras.append(
+            {
+                "flags": int(record["flags"]),
+                "billboard": int(record["flags"]) >> 4 & 0xF,
+                "scale_compensate": int(record["scale_compensate"]),
+                "scale": record["scale"].tolist(),
+                "rotation": record["rotation"].tolist(),
+                "translation": record["translation"].tolist(),
+                "radius": float(record["radius"]),
+                "bbox": record["bbox_min"].tolist() + record["bbox_max"].tolist(),
+            }
+        )
+    return Skeleton(
+        name,
+        list(model.jnt1.names),
+        graph.parents.astype(np.int32),
+        world,
+        deform=deform,
+        bone_extras=extras,
+        bone_display=BONE_DISPLAY.copy(),
+        extras={
+            "scaling_rule": SCALING_RULES[model.inf1.scaling_rule]
+            if model.inf1.scaling_rule < 3
+            else "unknown"
+        },
+    )
+
+
+def _normal_matrices(matrices: np.ndarray) -> np.ndarray:
+    """Inverse transposes of the draw matrices' 3×3 (identity where singular)."""
+    linear = matrices[:, :3, :3]
+    singular = np.abs(np.linalg.det(linear)) < 1e-12
+    linear = np.where(singular[:, None, None], np.eye(3), linear)
+    return np.linalg.inv(linear).transpose(0, 2, 1)
+
+
+def shape_mesh(
+    model: Model,
+    shape: int,
+    arrays: dict[int, np.ndarray],
+    skin: geometry.Skin,
+    normal_matrices: np.ndarray,
+    material: int,
+    filename: str = "<bytes>",
+) -> Mesh:
+    shape_geometry = geometry.decode_shape(model, shape, filename)
+    geometry.check_indices(shape_geometry, arrays, shape, filename, model.offsets.get(type(model.shp1), 0))
+    if geometry.POS not in shape_geometry.indices:
+        raise FormatError(
+            filename, model.offsets.get(type(model.shp1), 0), f"SHP1 shape {shape} has no positions"
+        )
+    positions_index = shape_geometry.indices[geometry.POS]
+    draw = shape_geometry.draw
+    keys = positions_index * len(skin.matrices) + draw
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    points = arrays[geometry.POS][positions_index[first]].astype(np.float64)
+    if points.shape[1] == 2:
+        points = np.concatenate([points, np.zeros((len(points), 1))], axis=1)
+    matrices = skin.matrices[draw[first]]
+    positions = np.einsum("nij,nj->ni", matrices[:, :3, :3], points) + matrices[:, :3, 3]
+    stream = shape_geometry.triangles[:, [0, 2, 1]]  # GX clockwise → counter-clockwise
+    corners = stream.reshape(-1)
+    mesh = Mesh(
+        f"shape{shape}",
+        positions.astype(np.float32),
+        inverse.reshape(-1)[stream].astype(np.int32),
+        material_indices=np.zeros(len(stream), np.int32),
+        materials=[material],
+        skeleton=0,
+        skin_joints=skin.joints[draw[first]],
+        skin_weights=skin.weights[draw[first]],
+    )
+    normal_attribute = geometry.NBT if geometry.NBT in shape_geometry.indices else geometry.NRM
+    if normal_attribute in shape_geometry.indices and geometry.NRM in arrays:
+        # Each distinct (normal, draw matrix) pair is turned once.
+        keys = shape_geometry.indices[normal_attribute][corners] * len(skin.matrices) + draw[corners]
+        pairs, pair_of_corner = np.unique(keys, return_inverse=True)
+        raw = arrays[geometry.NRM][pairs // len(skin.matrices), :3].astype(np.float64)
+        turned = np.einsum("nij,nj->ni", normal_matrices[pairs % len(skin.matrices)], raw)
+        length = np.linalg.norm(turned, axis=1, keepdims=True)
+        unit = (turned / np.where(length > 0, length, 1)).astype(np.float32)
+        pair_of_corner = pair_of_corner.reshape(-1)
+        # Per vertex when every corner of each vertex has the same normal (Blender sets those faster).
+        corner_vertices = mesh.triangles.reshape(-1)
+        pair_of_vertex = np.zeros(len(positions), np.int64)
+        pair_of_vertex[corner_vertices] = pair_of_corner
+        if np.array_equal(pair_of_vertex[corner_vertices], pair_of_corner):
+            mesh.normals = Layer("normal", unit[pair_of_vertex], "POINT")
+        else:
+            mesh.normals = Layer("normal", unit[pair_of_corner], "CORNER")
+    for k, attribute in enumerate((geometry.CLR0, geometry.CLR1)):
+        if attribute in shape_geometry.indices:
+            colors = arrays[attribute][shape_geometry.indices[attribute][corners]].astype(np.float32) / 255
+            mesh.color_layers.append(Layer(f"CLR{k}", colors, "CORNER"))
+    for k, attribute in enumerate(geometry.TEX):
+        if attribute in shape_geometry.indices:
+            uv = arrays[attribute][shape_geometry.indices[attribute][corners]]
+            v = uv[:, 1] if uv.shape[1] > 1 else np.zeros(len(uv), np.float32)
+            mesh.uv_layers.append(
+                Layer(f"TEX{k}", np.stack([uv[:, 0], 1 - v], axis=1).astype(np.float32), "CORNER")
+            )
+    entry = model.shp1.shapes()[shape]
+    mesh.extras = {
+        "shape": shape,
+        "matrix_type": int(entry["matrix_type"]),
+        "descriptors": model.shp1.descriptor_list(shape, filename).tolist(),
+        "packets": int(entry["packet_count"]),
+        "primitives": {f"0x{k:02X}": v for k, v in sorted(shape_geometry.primitives.items())},
+    }
+    return mesh
+
+
+def _texture_key(tex1, index: int) -> tuple:
+    """What a texture's pixels depend on: where its texels and palette are and how they are encoded."""
+    header = tex1.headers[index]
+    palette = int(tex1.data_positions("palette_offset")[index]) if header["palette_count"] else -1
+    fields = ("format", "width", "height", "palette_count", "palette_format")
+    return (int(tex1.data_positions()[index]), palette, *(int(header[f]) for f in fields))
+
+
+def _all_images(model: Model, images: list[Image], filename: str) -> list[Image]:
+    """The images the materials use, then every other TEX1 texture (a BTP may switch to any), in TEX1
+    order; textures sharing their data decode once and share the pixels."""
+    tex1 = model.tex1
+    decoded = {_texture_key(tex1, image.extras["tex1_index"]): image.pixels for image in images}
+    present = {image.extras["tex1_index"] for image in images}
+    out = list(images)
+    for index in range(len(tex1.headers)):
+        if index in present:
+            continue
+        key = _texture_key(tex1, index)
+        image = material_set.tex1_image(tex1, index, filename) if key not in decoded else None
+        if image is None:
+            header = tex1.headers[index]
+            image = Image(
+                tex1.names[index],
+                decoded[key],
+                int(header["width"]),
+                int(header["height"]),
+                source_format=gx.NAMES.get(int(header["format"]), str(int(header["format"]))),
+                extras={"tex1_index": index},
+            )
+        decoded[key] = image.pixels
+        out.append(image)
+    return out
+
+
+def to_scene(
+    model: Model, name: str = "", filename: str = "<bytes>", axis: np.ndarray | None = None
+) -> Scene:
+    """The model as a Scene; ``axis`` (file → Blender, default ``AXES``) goes onto the armature object."""
+    axis = axis_matrix(*AXES) if axis is None else np.asarray(axis, np.float64)
+    graph = geometry.read_graph(model, filename)
+    world = geometry.world_matrices(model, graph.parents)
+    skin = geometry.draw_skin(model, world, filename)
+    arrays = geometry.arrays(model, filename)
+    materials = material_set.bmt_to_scene(BMT([model.mat3, model.tex1]), name, filename)
+    normal_matrices = _normal_matrices(skin.matrices)
+    meshes, warnings = [], []
+    for s in range(len(model.shp1.remap)):
+        try:
+            meshes.append(
+                shape_mesh(model, s, arrays, skin, normal_matrices, int(graph.shape_materials[s]), filename)
+            )
+        except geometry.Unsupported as e:
+            warnings.append(f"{name}: {e}: not imported")
+    deform = np.zeros(len(world), bool)
+    for mesh in meshes:
+        deform[np.unique(mesh.skin_joints[mesh.skin_weights > 0])] = True
+    scene = Scene(
+        name=name,
+        skeletons=[_skeleton(model, graph, world, name or "J3D model", deform)],
+        meshes=meshes,
+        materials=materials.materials,
+        images=_all_images(model, materials.images, filename),
+        warnings=list(materials.warnings) + warnings,
+        extras={
+            "kind": model.kind.decode(),
+            "tag": model.framing.tag,
+            "scaling_rule": model.inf1.scaling_rule,
+            "inf1_flags": model.inf1.flags,
+            "vertex_formats": model.vtx1.formats[["attribute", "count", "type", "shift"]].tolist(),
+            "object_matrix": axis.reshape(-1).tolist(),
+        },
+    )
+    mdl3 = model.raw(b"MDL3")
+    if mdl3 is not None:  # the BDL's precompiled material display lists, valid while MAT3 is unedited
+        scene.extras["mdl3"] = mdl3.data
+    skipped = sum(
+        v for m in meshes for k, v in m.extras["primitives"].items() if int(k, 16) >= geometry.LINES
+    )
+    if skipped:
+        scene.warnings.append(f"{name}: {skipped} line and point primitives draw no faces and were left out")
+    return scene
