@@ -10,9 +10,10 @@
   transpose of the draw matrix, normalised) are per vertex where each vertex has one, else per
   corner; CLR0/CLR1 and every TEXn (V flipped) are per corner. Triangles turn from GX's clockwise to counter-clockwise. Skin: the draw matrix's
   joints and weights (rigid: one joint, weight 1).
-- Materials and images: MAT3 and TEX1 through ``material_set`` (the same materials a BMT makes),
-  each shape with the material INF1 gives it; then every other TEX1 texture (what a BTP switches
-  to), textures that share their data decoded once.
+- Materials and images: MAT3 and TEX1 through ``material_set`` (the same materials a BMT makes:
+  ``materials`` approximates the TEV), each shape with the material INF1 gives it; every TEX1
+  texture (what a BTP switches to), textures that share their data decoded once. UV and colour
+  layers are named by ``materials.uv_layer_name`` / ``color_layer_name``, as the materials ask.
 
 Mesh extras keep what a writer needs of the shape (matrix type, attribute descriptors, packet
 count); scene extras the file's kind, tag, INF1 flags (scaling rule), vertex formats (component
@@ -24,9 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import FormatError
-from ..scene import Image, Layer, Mesh, Scene, Skeleton, axis_matrix
-from ..textures import gx
-from . import material_set
+from ..scene import Layer, Mesh, Scene, Skeleton, axis_matrix
+from . import material_set, materials
 from . import model_geometry as geometry
 from .bmt import BMT
 from .model import SCALING_RULES, Model
@@ -138,13 +138,17 @@ def shape_mesh(
     for k, attribute in enumerate((geometry.CLR0, geometry.CLR1)):
         if attribute in shape_geometry.indices:
             colors = arrays[attribute][shape_geometry.indices[attribute][corners]].astype(np.float32) / 255
-            mesh.color_layers.append(Layer(f"CLR{k}", colors, "CORNER"))
+            mesh.color_layers.append(Layer(materials.color_layer_name(k), colors, "CORNER"))
     for k, attribute in enumerate(geometry.TEX):
         if attribute in shape_geometry.indices:
             uv = arrays[attribute][shape_geometry.indices[attribute][corners]]
             v = uv[:, 1] if uv.shape[1] > 1 else np.zeros(len(uv), np.float32)
             mesh.uv_layers.append(
-                Layer(f"TEX{k}", np.stack([uv[:, 0], 1 - v], axis=1).astype(np.float32), "CORNER")
+                Layer(
+                    materials.uv_layer_name(k),
+                    np.stack([uv[:, 0], 1 - v], axis=1).astype(np.float32),
+                    "CORNER",
+                )
             )
     entry = model.shp1.shapes()[shape]
     mesh.extras = {
@@ -157,41 +161,6 @@ def shape_mesh(
     return mesh
 
 
-def _texture_key(tex1, index: int) -> tuple:
-    """What a texture's pixels depend on: where its texels and palette are and how they are encoded."""
-    header = tex1.headers[index]
-    palette = int(tex1.data_positions("palette_offset")[index]) if header["palette_count"] else -1
-    fields = ("format", "width", "height", "palette_count", "palette_format")
-    return (int(tex1.data_positions()[index]), palette, *(int(header[f]) for f in fields))
-
-
-def _all_images(model: Model, images: list[Image], filename: str) -> list[Image]:
-    """The images the materials use, then every other TEX1 texture (a BTP may switch to any), in TEX1
-    order; textures sharing their data decode once and share the pixels."""
-    tex1 = model.tex1
-    decoded = {_texture_key(tex1, image.extras["tex1_index"]): image.pixels for image in images}
-    present = {image.extras["tex1_index"] for image in images}
-    out = list(images)
-    for index in range(len(tex1.headers)):
-        if index in present:
-            continue
-        key = _texture_key(tex1, index)
-        image = material_set.tex1_image(tex1, index, filename) if key not in decoded else None
-        if image is None:
-            header = tex1.headers[index]
-            image = Image(
-                tex1.names[index],
-                decoded[key],
-                int(header["width"]),
-                int(header["height"]),
-                source_format=gx.NAMES.get(int(header["format"]), str(int(header["format"]))),
-                extras={"tex1_index": index},
-            )
-        decoded[key] = image.pixels
-        out.append(image)
-    return out
-
-
 def to_scene(
     model: Model, name: str = "", filename: str = "<bytes>", axis: np.ndarray | None = None
 ) -> Scene:
@@ -201,7 +170,7 @@ def to_scene(
     world = geometry.world_matrices(model, graph.parents)
     skin = geometry.draw_skin(model, world, filename)
     arrays = geometry.arrays(model, filename)
-    materials = material_set.bmt_to_scene(BMT([model.mat3, model.tex1]), name, filename)
+    shading = material_set.bmt_to_scene(BMT([model.mat3, model.tex1]), name, filename)
     normal_matrices = _normal_matrices(skin.matrices)
     meshes, warnings = [], []
     for s in range(len(model.shp1.remap)):
@@ -218,9 +187,9 @@ def to_scene(
         name=name,
         skeletons=[_skeleton(model, graph, world, name or "J3D model", deform)],
         meshes=meshes,
-        materials=materials.materials,
-        images=_all_images(model, materials.images, filename),
-        warnings=list(materials.warnings) + warnings,
+        materials=shading.materials,
+        images=shading.images,
+        warnings=list(shading.warnings) + warnings,
         extras={
             "kind": model.kind.decode(),
             "tag": model.framing.tag,

@@ -113,7 +113,7 @@ def test_generated_scene_places_rigid_and_weighted_vertices_in_the_bind_pose():
     normal = world[1][:3, :3] @ [0, 0, 1]
     assert (face @ normal > 0).all()
     assert np.allclose(rigid.normals.data, normal / np.linalg.norm(normal), atol=1e-6)
-    assert [layer.name for layer in rigid.uv_layers] == ["TEX0"]
+    assert [layer.name for layer in rigid.uv_layers] == ["UVMap"]
     assert scene.materials[1].name == "cloth" and len(scene.images) == 1
 
 
