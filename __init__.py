@@ -48,15 +48,29 @@ def export_file(context, path: str, *, family: str = "", **options):
     return run(context, path, family=family, **options)
 
 
-def register():
-    from . import operators, ui
+_cli_command = None  # the handle of ``blender -c retro_import``
 
+
+def register():
+    import bpy
+
+    from . import operators, ui
+    from .operators import batch
+
+    global _cli_command
     operators.register()
     ui.register()
+    _cli_command = bpy.utils.register_cli_command(batch.COMMAND, batch.cli)
 
 
 def unregister():
+    import bpy
+
     from . import operators, ui
 
+    global _cli_command
+    if _cli_command is not None:
+        bpy.utils.unregister_cli_command(_cli_command)
+        _cli_command = None
     ui.unregister()
     operators.unregister()
