@@ -489,7 +489,7 @@ def main(argv: list[str]) -> int:
     print(
         f"{tally['ok']} imported, {tally['failed']} failed, {tally['skipped']} skipped in {seconds:.1f} s"
         f" with {args.jobs} {'process' if args.jobs == 1 else 'processes'}; "
-        + (f"wrote {', '.join(written)}" if written else "no .blend written")
+        + (_written_text(written) if written else "no .blend written")
     )
     if args.json:
         summary = {
@@ -504,6 +504,12 @@ def main(argv: list[str]) -> int:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=1)
     return 1 if tally["failed"] else 0
+
+
+def _written_text(written: list[str]) -> str:
+    if len(written) == 1:
+        return f"wrote {written[0]}"
+    return f"wrote {len(written)} .blend files in {os.path.commonpath(written)}"
 
 
 def cli(argv: list[str]) -> int:

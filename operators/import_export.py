@@ -41,6 +41,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper, orientation_helper
 from ..formats import registry
 from ..formats.errors import FormatError, RetroError
 from ..formats.options import AXIS_FIELDS, describe, make
+from .batch import counts_text
 
 # Datablock collections an import may add to; rolled back together on failure.
 _ID_COLLECTIONS = (
@@ -110,8 +111,7 @@ class ImportReport:
 
     @property
     def summary(self) -> str:
-        parts = ", ".join(f"{n} {kind}" for kind, n in self.counts.items() if n)
-        return f"{os.path.basename(self.path)}: {parts or 'nothing imported'}"
+        return f"{os.path.basename(self.path)}: {counts_text(self.counts)}"
 
     def __str__(self) -> str:
         return self.summary + "".join(f"\n  warning: {w}" for w in self.warnings)
