@@ -48,6 +48,11 @@ def option(default, label: str, description: str, **shown) -> dataclasses.Field:
     return field(default=default, metadata={"option": Option(label, description, **shown)})
 
 
+def animations_option(**shown) -> dataclasses.Field:
+    """The Animations toggle, the same in every family whose files hold animations."""
+    return option(True, "Animations", "Import the file's animations as actions", **shown)
+
+
 def describe(f: dataclasses.Field) -> Option:
     return f.metadata["option"]
 

@@ -99,8 +99,10 @@ class RETRO_MODELS_OT_use_animation(bpy.types.Operator):
     bl_label = "Use Animation"
     bl_options = {"REGISTER", "UNDO"}
 
-    group: StringProperty(options={"HIDDEN"})
-    material: StringProperty(options={"HIDDEN"})  # empty: the active armature
+    group: StringProperty(description="The imported animation to play", options={"HIDDEN"})
+    material: StringProperty(
+        description="The material whose animation it is (empty: the active armature's)", options={"HIDDEN"}
+    )
 
     def execute(self, context):
         obj = context.active_object

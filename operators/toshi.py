@@ -111,7 +111,9 @@ class RETRO_MODELS_OT_toshi_load_tkl(bpy.types.Operator, ImportHelper):
     bl_options = {"REGISTER", "UNDO"}
 
     filename_ext = ".tkl"
-    filter_glob: StringProperty(default="*.tkl", options={"HIDDEN"})
+    filter_glob: StringProperty(
+        default="*.tkl", description="The files the browser shows", options={"HIDDEN"}
+    )
 
     @classmethod
     def poll(cls, context):
