@@ -39,7 +39,7 @@ from bpy.props import (
 from bpy_extras.io_utils import ExportHelper, ImportHelper, orientation_helper
 
 from ..formats import registry
-from ..formats.errors import FormatError, RetroError
+from ..formats.errors import ExportError, FormatError, RetroError
 from ..formats.options import AXIS_FIELDS, describe, make
 from .batch import counts_text
 
@@ -199,6 +199,22 @@ def export_path(context, family: registry.Family, path: str, options, progress: 
     if progress:
         progress.step()
     return ExportReport(paths, scene.warnings, counts)
+
+
+def included(context, meshes: list, options) -> list:
+    """The meshes an export keeps under its Selected Only / Visible Only / Active Collection options
+    (formats/options.py ``Included``); ExportError when they leave none of several."""
+    kept = list(meshes)
+    if getattr(options, "use_selection", False):
+        kept = [o for o in kept if o.select_get()]
+    if getattr(options, "use_visible", False):
+        kept = [o for o in kept if o.visible_get()]
+    if getattr(options, "use_active_collection", False):
+        active = set(context.view_layer.active_layer_collection.collection.all_objects)
+        kept = [o for o in kept if o in active]
+    if meshes and not kept:
+        raise ExportError("Selected Only, Visible Only or Active Collection leaves no mesh to export")
+    return kept
 
 
 def import_file(context, path: str, **options) -> ImportReport:

@@ -17,7 +17,7 @@ import numpy as np
 from .. import extras as extras_codec
 from ..errors import ExportError
 from ..files import read_bytes, write_files
-from ..options import Panel, animations_option, option, oriented
+from ..options import Included, Panel, animations_option, option, oriented
 from ..scene import Scene, Skeleton
 from . import convert, media
 
@@ -49,7 +49,7 @@ class ImportOptions(Orientation):
 
 
 @dataclass
-class ExportOptions(Orientation):
+class ExportOptions(Orientation, Included):
     file_contents: str = option(
         ".tmdl",
         "Contents",

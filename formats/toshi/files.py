@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import ExportError
 from ..files import files_in, read_bytes, write_files
-from ..options import Panel, animations_option, option, oriented
+from ..options import Included, Panel, animations_option, option, oriented
 from ..scene import Scene
 from . import convert, tkl, tmd, tml
 
@@ -81,7 +81,7 @@ class ImportOptions(Orientation):
 
 
 @dataclass
-class ExportOptions(Orientation):
+class ExportOptions(Orientation, Included):
     tkl_mode: str = option(
         "APPEND",
         "Keyframe Library",

@@ -131,3 +131,44 @@ def test_export_report_counts_what_was_written(empty_scene, tmp_path):
     report = retro_models.export_file(bpy.context, str(tmp_path / "out" / "demo.tmd"), family="toshi")
     assert report.counts["armatures"] == 1 and report.counts["meshes"] >= 1 and report.counts["actions"] == 2
     assert report.summary.startswith("Wrote demo.tmd, ") and ": 1 armature, " in report.summary
+
+
+def test_export_includes_what_the_options_say(empty_scene, tmp_path):
+    import retro_models
+    from retro_models.formats.errors import ExportError
+
+    for file_name, data in demo_files().items():
+        (tmp_path / file_name).write_bytes(data)
+    retro_models.import_file(bpy.context, str(tmp_path / "demo.tmd"), lods="ALL")  # LOD1 hidden
+    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    meshes = sorted((o for o in bpy.data.objects if o.type == "MESH"), key=lambda o: o.name)
+    hidden = [o for o in meshes if not o.visible_get()]
+    assert hidden and len(hidden) < len(meshes)
+    bpy.context.view_layer.objects.active = armature
+    for obj in bpy.context.view_layer.objects:
+        obj.select_set(obj == armature)
+    (tmp_path / "out").mkdir()
+
+    def exported(**options) -> int:
+        path = tmp_path / "out" / "demo.tmd"
+        return retro_models.export_file(bpy.context, str(path), family="toshi", **options).counts["meshes"]
+
+    assert exported() == len(meshes)
+    assert exported(use_visible=True) == len(meshes) - len(hidden)
+    with pytest.raises(ExportError, match="Selected Only"):
+        exported(use_selection=True)  # only the armature is selected
+    meshes[0].select_set(True)
+    assert exported(use_selection=True) == 1
+    collection = meshes[0].users_collection[0]
+    bpy.context.view_layer.active_layer_collection = layer_of(
+        bpy.context.view_layer.layer_collection, collection
+    )
+    in_collection = [o for o in meshes if o.name in collection.all_objects]
+    assert 0 < len(in_collection) < len(meshes)
+    assert exported(use_active_collection=True) == len(in_collection)
+
+
+def layer_of(layer, collection):
+    if layer.collection == collection:
+        return layer
+    return next(filter(None, (layer_of(child, collection) for child in layer.children)), None)
