@@ -12,6 +12,7 @@ from demo_creature import demo_files
 from retro_models.formats import registry
 from retro_models.formats.options import AXIS_FIELDS, describe
 from retro_models.operators import import_export
+from retro_models.operators.blender import props
 from tamsoft_fixtures import tmd0_bytes
 
 
@@ -172,3 +173,24 @@ def layer_of(layer, collection):
     if layer.collection == collection:
         return layer
     return next(filter(None, (layer_of(child, collection) for child in layer.children)), None)
+
+
+def test_sidebar_shows_the_model_when_any_of_its_objects_is_selected(empty_scene, tmp_path):
+    import retro_models
+
+    for file_name, data in demo_files().items():
+        (tmp_path / file_name).write_bytes(data)
+    retro_models.import_file(bpy.context, str(tmp_path / "demo.tmd"))
+    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    mesh = next(o for o in bpy.data.objects if o.type == "MESH")
+    toshi, animations = bpy.types.VIEW3D_PT_retro_toshi, bpy.types.VIEW3D_PT_retro_animations
+    for obj in bpy.context.view_layer.objects:
+        obj.select_set(obj == mesh)
+    bpy.context.view_layer.objects.active = mesh
+    assert toshi.poll(bpy.context) and animations.poll(bpy.context)
+    assert animations.owners(bpy.context)[0][1] == armature
+    groups = props.to_python(armature.data[props.ANIMATIONS])
+    assert bpy.ops.retro_models.use_animation(group=groups[-1]) == {"FINISHED"}  # from the mesh too
+    mesh.select_set(False)
+    bpy.context.view_layer.objects.active = None
+    assert not toshi.poll(bpy.context) and not animations.poll(bpy.context)
