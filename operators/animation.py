@@ -101,7 +101,8 @@ class RETRO_MODELS_OT_use_animation(bpy.types.Operator):
 
     group: StringProperty(description="The imported animation to play", options={"HIDDEN"})
     material: StringProperty(
-        description="The material whose animation it is (empty: the selected model's armature)", options={"HIDDEN"}
+        description="The material whose animation it is (empty: the selected model's armature)",
+        options={"HIDDEN"},
     )
 
     def execute(self, context):

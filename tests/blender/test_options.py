@@ -194,3 +194,25 @@ def test_sidebar_shows_the_model_when_any_of_its_objects_is_selected(empty_scene
     mesh.select_set(False)
     bpy.context.view_layer.objects.active = None
     assert not toshi.poll(bpy.context) and not animations.poll(bpy.context)
+
+
+def test_readme_names_the_menus_and_the_command_as_registered(addon):
+    import re
+    import tomllib
+
+    from retro_models.operators import batch
+    from support import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    imports = {f.importer.menu for f in registry.FAMILIES if f.importer}
+    exports = {f.exporter.menu for f in registry.FAMILIES if f.exporter}
+    for named in re.findall(r"File > Import > \*\*(.+?)\*\*", readme):
+        assert named in imports, named
+    for named in re.findall(r"File > Export > \*\*(.+?)\*\*", readme):
+        assert named in exports, named
+    table = [row.split("|")[1:-1] for row in readme.split("## Formats")[1].split("\n\n")[1].splitlines()[2:]]
+    assert sorted(row[3].strip() for row in table) == sorted(imports)
+    assert sorted(row[4].strip() for row in table) == sorted(exports)
+    assert f"blender -b -c {batch.COMMAND} " in readme and "bl_ext.user_default.retro_models" in readme
+    manifest = tomllib.loads((ROOT / "blender_manifest.toml").read_text(encoding="utf-8"))
+    assert manifest["copyright"] and ("website" not in manifest or manifest["website"] in readme)
