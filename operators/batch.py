@@ -290,14 +290,17 @@ def serve() -> None:
     """A worker's loop: import each job's files into a fresh scene, save it, report every file."""
     import bpy
 
-    from .. import register
+    from .. import register, unregister
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     register()
-    for line in sys.stdin:
-        job = json.loads(line)
-        results = run_job(bpy, job["paths"], job["families"], job["options"], job["blend"])
-        print(RESULT + json.dumps(results), flush=True)
+    try:
+        for line in sys.stdin:
+            job = json.loads(line)
+            results = run_job(bpy, job["paths"], job["families"], job["options"], job["blend"])
+            print(RESULT + json.dumps(results), flush=True)
+    finally:
+        unregister()  # the bpy 4.2 module crashes on exit while an add-on is registered
 
 
 def run_job(bpy, paths: list[str], families: list[str], options: dict, blend: str) -> list[dict]:

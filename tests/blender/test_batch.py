@@ -178,7 +178,8 @@ import sys, bpy
 bpy.ops.extensions.package_install_files(filepath={str(package)!r}, repo="user_default", enable_on_install=True)
 addon = sys.modules["bl_ext.user_default.retro_models"]
 assert addon._cli_command is not None
-bpy.utils.register_cli_command("retro_import", lambda argv: 0)
+probe = bpy.utils.register_cli_command("retro_import", lambda argv: 0)
+bpy.utils.unregister_cli_command(probe)  # left registered, it crashes the bpy 4.2 module on exit
 status = addon.operators.batch.cli({[str(folder), "--out-dir", str(tmp_path / "out"), "-j", "2", "--json", str(tmp_path / "s.json")]!r})
 print("batch module:", addon.operators.batch.__name__)
 sys.exit(status)
