@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import bpy
+import pytest
 import tmrf_fixtures
 import ttyd_fixtures
 from demo_creature import demo_files
@@ -191,3 +192,20 @@ sys.exit(status)
     assert 'duplicate command "retro_import"' in done.stdout + done.stderr
     assert "batch module: bl_ext.user_default.retro_models.operators.batch" in done.stdout
     check_mixed_run(folder, tmp_path / "out", done.stdout, json.loads((tmp_path / "s.json").read_text()))
+
+
+def test_import_file_applies_animation_only_files_as_the_operator_does(empty_scene, tmp_path):
+    import retro_models
+    from retro_models.formats.errors import SelectionError
+
+    folder = mixed_folder(tmp_path) / "tertius"
+    with pytest.raises(SelectionError, match="select the armature"):
+        retro_models.import_file(bpy.context, str(folder / "b_moves.tapk"))
+    assert (
+        not bpy.data.actions and not bpy.data.collections
+    )  # nothing imported is an error, not an empty success
+    retro_models.import_file(bpy.context, str(folder / "a_skeleton.tskl"))  # leaves its armature active
+    before = len(bpy.data.actions)
+    report = retro_models.import_file(bpy.context, str(folder / "b_moves.tapk"))
+    assert report.counts["actions"] == 2 and report.counts["armatures"] == 0
+    assert len(bpy.data.actions) == before + 2
