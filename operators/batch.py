@@ -336,17 +336,21 @@ def run_job(bpy, paths: list[str], families: list[str], options: dict, blend: st
 
 
 class Pool:
-    """``n`` worker processes fed from one queue of jobs; ``done(job, results)`` runs per job."""
+    """``n`` worker processes fed from one queue of jobs.
 
-    def __init__(self, n: int, done):
-        self.n, self.done = n, done
+    The workers start when the pool is made: their start-up (a Blender each) overlaps the planning."""
+
+    def __init__(self, n: int):
         self.jobs: queue.Queue = queue.Queue()
         self.lock = threading.Lock()
+        self.processes = [self._start() for _ in range(n)]
 
-    def run(self, jobs: list[dict]) -> None:
+    def run(self, jobs: list[dict], done) -> None:
+        """Every job through the workers; ``done(job, results)`` runs for each as it finishes."""
+        self.done = done
         for job in jobs:
             self.jobs.put(job)
-        threads = [threading.Thread(target=self._feed, daemon=True) for _ in range(min(self.n, len(jobs)))]
+        threads = [threading.Thread(target=self._feed, args=(p,), daemon=True) for p in self.processes]
         for t in threads:
             t.start()
         for t in threads:
@@ -362,20 +366,18 @@ class Pool:
             bufsize=1,
         )
 
-    def _feed(self) -> None:
-        process = None
+    def _feed(self, process: subprocess.Popen) -> None:
         while True:
             try:
                 job = self.jobs.get_nowait()
             except queue.Empty:
                 break
-            process = process if process and process.poll() is None else self._start()
+            process = process if process.poll() is None else self._start()
             results = self._ask(process, job)
             with self.lock:
                 self.done(job, results)
-        if process:
-            process.stdin.close()
-            process.wait()
+        process.stdin.close()
+        process.wait()
 
     @staticmethod
     def _ask(process: subprocess.Popen, job: dict) -> list[dict] | None:
@@ -434,8 +436,10 @@ def main(argv: list[str]) -> int:
         print(f"{COMMAND}: {e}", file=sys.stderr)
         return 2
     started = time.perf_counter()
+    found = expand(args.inputs)
+    pool = Pool(min(args.jobs, len(found)))
     entries, applied, explicit = [], [], []
-    for path, named in expand(args.inputs):
+    for path, named in found:
         entry = Entry(path)
         applies = classify(entry, named, options)
         if applies is None:
@@ -469,7 +473,7 @@ def main(argv: list[str]) -> int:
                 finished[0] += 1
                 print(f"[{finished[0]}/{len(todo)}] {entries[i].line()}", flush=True)
 
-        Pool(args.jobs, done).run(
+        pool.run(
             [
                 {
                     "entries": job,
@@ -479,7 +483,8 @@ def main(argv: list[str]) -> int:
                     "blend": blend,
                 }
                 for job, blend in zip(jobs, blends, strict=True)
-            ]
+            ],
+            done,
         )
         written = sorted({e.blend for e in entries if e.blend}, key=blends.index)
         if args.out and written:
