@@ -1,7 +1,8 @@
 """Retro Game Models: import and export models and animations of classic games.
 
 The package root is a Blender extension. Importing it has no side effects;
-Blender calls ``register()`` when the extension is enabled.
+Blender calls ``register()`` when the extension is enabled, which also adds the batch import to
+Blender's command line (``blender -b -c retro_import --help``; operators/batch.py).
 
 Scripts import and export through two functions, the same whether the add-on runs
 from a checkout (``retro_models``) or installed (``bl_ext.user_default.retro_models``)::
