@@ -1,7 +1,8 @@
 """Retro Game Models: import and export models and animations of classic games.
 
 The package root is a Blender extension. Importing it has no side effects;
-Blender calls ``register()`` when the extension is enabled.
+Blender calls ``register()`` when the extension is enabled, which also adds the batch import to
+Blender's command line (``blender -b -c retro_import --help``; operators/batch.py).
 
 Scripts import and export through two functions, the same whether the add-on runs
 from a checkout (``retro_models``) or installed (``bl_ext.user_default.retro_models``)::
@@ -48,15 +49,29 @@ def export_file(context, path: str, *, family: str = "", **options):
     return run(context, path, family=family, **options)
 
 
-def register():
-    from . import operators, ui
+_cli_command = None  # the handle of ``blender -c retro_import``
 
+
+def register():
+    import bpy
+
+    from . import operators, ui
+    from .operators import batch
+
+    global _cli_command
     operators.register()
     ui.register()
+    _cli_command = bpy.utils.register_cli_command(batch.COMMAND, batch.cli)
 
 
 def unregister():
+    import bpy
+
     from . import operators, ui
 
+    global _cli_command
+    if _cli_command is not None:
+        bpy.utils.unregister_cli_command(_cli_command)
+        _cli_command = None
     ui.unregister()
     operators.unregister()

@@ -48,6 +48,30 @@ def option(default, label: str, description: str, **shown) -> dataclasses.Field:
     return field(default=default, metadata={"option": Option(label, description, **shown)})
 
 
+INCLUDE = Panel("Include")
+
+
+@dataclass
+class Included:
+    """A base for the options of exports that take objects: which of them to export (as glTF's and FBX's
+    exports say it). The family chooses the armature and meshes; these narrow down the meshes."""
+
+    use_selection: bool = option(
+        False, "Selected Only", "Export only the meshes that are selected", panel=INCLUDE
+    )
+    use_visible: bool = option(
+        False, "Visible Only", "Export only the meshes that are visible", panel=INCLUDE
+    )
+    use_active_collection: bool = option(
+        False, "Active Collection", "Export only the meshes in the active collection", panel=INCLUDE
+    )
+
+
+def animations_option(**shown) -> dataclasses.Field:
+    """The Animations toggle, the same in every family whose files hold animations."""
+    return option(True, "Animations", "Import the file's animations as actions", **shown)
+
+
 def describe(f: dataclasses.Field) -> Option:
     return f.metadata["option"]
 

@@ -99,13 +99,17 @@ class RETRO_MODELS_OT_use_animation(bpy.types.Operator):
     bl_label = "Use Animation"
     bl_options = {"REGISTER", "UNDO"}
 
-    group: StringProperty(options={"HIDDEN"})
-    material: StringProperty(options={"HIDDEN"})  # empty: the active armature
+    group: StringProperty(description="The imported animation to play", options={"HIDDEN"})
+    material: StringProperty(
+        description="The material whose animation it is (empty: the selected model's armature)",
+        options={"HIDDEN"},
+    )
 
     def execute(self, context):
-        obj = context.active_object
-        owner = bpy.data.materials.get(self.material) if self.material else obj
-        if owner is None or not (self.material or obj.type == "ARMATURE"):
+        from .blender.objects import target_armature
+
+        owner = bpy.data.materials.get(self.material) if self.material else target_armature(context)
+        if owner is None:
             self.report({"ERROR"}, "nothing to play the animation on")
             return {"CANCELLED"}
         use_animation(owner, self.group)

@@ -39,8 +39,9 @@ from bpy.props import (
 from bpy_extras.io_utils import ExportHelper, ImportHelper, orientation_helper
 
 from ..formats import registry
-from ..formats.errors import FormatError, RetroError
+from ..formats.errors import ExportError, FormatError, RetroError
 from ..formats.options import AXIS_FIELDS, describe, make
+from .batch import counts_text
 
 # Datablock collections an import may add to; rolled back together on failure.
 _ID_COLLECTIONS = (
@@ -77,14 +78,21 @@ def rollback_on_error() -> Iterator[None]:
 
 
 class Progress:
-    """A window-manager progress bar over ``total`` steps (no-op without a window)."""
+    """A window-manager progress bar over ``total`` steps and what is being done in the status bar
+    (no-op without a window)."""
 
-    def __init__(self, context, total: int):
+    def __init__(self, context, total: int, status: str = ""):
         self.wm = context.window_manager if context.window else None
+        self.workspace = context.workspace if context.window else None
         self.total = max(total, 1)
         self.done = 0
         if self.wm:
             self.wm.progress_begin(0, self.total)
+        self.status(status)
+
+    def status(self, text: str) -> None:
+        if self.workspace and text:
+            self.workspace.status_text_set(text)
 
     def fraction(self, step_fraction: float) -> None:
         if self.wm:
@@ -97,6 +105,8 @@ class Progress:
     def end(self) -> None:
         if self.wm:
             self.wm.progress_end()
+        if self.workspace:
+            self.workspace.status_text_set(None)
 
 
 @dataclass
@@ -110,8 +120,7 @@ class ImportReport:
 
     @property
     def summary(self) -> str:
-        parts = ", ".join(f"{n} {kind}" for kind, n in self.counts.items() if n)
-        return f"{os.path.basename(self.path)}: {parts or 'nothing imported'}"
+        return f"{os.path.basename(self.path)}: {counts_text(self.counts)}"
 
     def __str__(self) -> str:
         return self.summary + "".join(f"\n  warning: {w}" for w in self.warnings)
@@ -119,14 +128,17 @@ class ImportReport:
 
 @dataclass
 class ExportReport:
-    """What an export wrote: every path, and the warnings."""
+    """What an export wrote: every path, the warnings, and what the files hold per kind of datablock."""
 
     paths: list[str]
     warnings: list[str]
+    counts: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def summary(self) -> str:
-        return "Wrote " + ", ".join(os.path.basename(p) for p in self.paths)
+        written = "Wrote " + ", ".join(os.path.basename(p) for p in self.paths)
+        held = counts_text(self.counts) if any(self.counts.values()) else ""
+        return f"{written}: {held}" if held else written
 
     def __str__(self) -> str:
         return self.summary + "".join(f"\n  warning: {w}" for w in self.warnings)
@@ -143,11 +155,16 @@ def import_path(context, family: registry.Family, path: str, options, progress: 
 
     importer = family.importer
     with rollback_on_error():
+        if progress:
+            progress.status(f"Importing {os.path.basename(path)}")
         scene = importer.load(path, options)
         scene.source = path
         if progress:
             progress.step()
-        if importer.applies_to_selection and importer.applies_to_selection(scene):
+        applies = importer.applies_to_selection and importer.applies_to_selection(scene)
+        if not getattr(options, "import_animations", True):
+            scene.animations = []
+        if applies:
             result, notes = blender_side(family).apply_to_selection(context, scene, path, options)
         else:
             name = os.path.splitext(os.path.basename(path))[0]
@@ -163,10 +180,41 @@ def import_path(context, family: registry.Family, path: str, options, progress: 
     return ImportReport(path, result.counts(), scene.warnings, notes)
 
 
-def export_path(context, family: registry.Family, path: str, options) -> ExportReport:
-    """Export the selection with the family's exporter: every file or none."""
+def export_path(context, family: registry.Family, path: str, options, progress: Progress | None = None):
+    """Export the selection with the family's exporter: every file or none. Returns an ExportReport."""
+    if progress:
+        progress.status(f"Exporting {os.path.basename(path)}: reading the selection")
     scene = blender_side(family).export_scene(context, path, options)
-    return ExportReport(family.exporter.save(scene, path, options), scene.warnings)
+    counts = {
+        "armatures": len(scene.skeletons),
+        "meshes": len(scene.meshes),
+        "materials": len(scene.materials),
+        "images": len(scene.images),
+        "actions": len(scene.animations),
+    }
+    if progress:
+        progress.step()
+        progress.status(f"Exporting {os.path.basename(path)}: writing")
+    paths = family.exporter.save(scene, path, options)
+    if progress:
+        progress.step()
+    return ExportReport(paths, scene.warnings, counts)
+
+
+def included(context, meshes: list, options) -> list:
+    """The meshes an export keeps under its Selected Only / Visible Only / Active Collection options
+    (formats/options.py ``Included``); ExportError when they leave none of several."""
+    kept = list(meshes)
+    if getattr(options, "use_selection", False):
+        kept = [o for o in kept if o.select_get()]
+    if getattr(options, "use_visible", False):
+        kept = [o for o in kept if o.visible_get()]
+    if getattr(options, "use_active_collection", False):
+        active = set(context.view_layer.active_layer_collection.collection.all_objects)
+        kept = [o for o in kept if o in active]
+    if meshes and not kept:
+        raise ExportError("Selected Only, Visible Only or Active Collection leaves no mesh to export")
+    return kept
 
 
 def import_file(context, path: str, **options) -> ImportReport:
@@ -241,9 +289,13 @@ class _Options:
     note = ""
 
     def family_options(self):
+        from ..ui.preferences import preferred
+
         values = {}
         for field in dataclasses.fields(self.options_class):
             value = getattr(self, field.name)
+            if value == "":  # a path left empty: the one set once in the add-on's preferences
+                value = preferred(self.family.name, field.name)
             values[field.name] = bpy.path.abspath(value) if describe(field).path and value else value
         return self.options_class(**values)
 
@@ -285,8 +337,14 @@ class _Options:
 class _Importer(_Options, ImportHelper):
     """Multi-file selection, drag-and-drop, reports and progress of every import operator."""
 
-    files: CollectionProperty(type=bpy.types.OperatorFileListElement, options={"HIDDEN", "SKIP_SAVE"})
-    directory: StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})
+    files: CollectionProperty(
+        type=bpy.types.OperatorFileListElement,
+        description="The files to import, in the folder below",
+        options={"HIDDEN", "SKIP_SAVE"},
+    )
+    directory: StringProperty(
+        subtype="DIR_PATH", description="The folder of the files to import", options={"HIDDEN", "SKIP_SAVE"}
+    )
     direction = "import"
     bl_options = {"REGISTER", "UNDO", "PRESET"}
 
@@ -343,9 +401,9 @@ class _Exporter(_Options, ExportHelper):
         return keep_in_step(self, context) if keep_in_step else super().check(context)
 
     def execute(self, context):
-        progress = Progress(context, 1)  # the busy cursor while the files are made
+        progress = Progress(context, 2)
         try:
-            report = export_path(context, self.family, self.filepath, self.family_options())
+            report = export_path(context, self.family, self.filepath, self.family_options(), progress)
         except (RetroError, OSError) as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}
@@ -362,7 +420,9 @@ def _operator(family: registry.Family, operation, base: type, extensions) -> typ
     module = blender_side(family)
     attributes = {
         "__annotations__": {
-            "filter_glob": StringProperty(default=_glob(extensions), options={"HIDDEN"}),
+            "filter_glob": StringProperty(
+                default=_glob(extensions), description="The files the browser shows", options={"HIDDEN"}
+            ),
             **{f.name: _property(f, module) for f in _option_fields(operation.options)},
         },
         "bl_idname": operation.idname,
@@ -379,8 +439,16 @@ def _operator(family: registry.Family, operation, base: type, extensions) -> typ
         attributes["note"] = operation.note
     category, name = operation.idname.split(".")
     cls = type(f"{category.upper()}_OT_{name}", (bpy.types.Operator, base), attributes)
-    axes = [f.default for f in dataclasses.fields(operation.options) if f.name in AXIS_FIELDS]
-    return orientation_helper(*axes)(cls) if axes else cls
+    axes = [f for f in dataclasses.fields(operation.options) if f.name in AXIS_FIELDS]
+    if not axes:
+        return cls
+    cls = orientation_helper(*(f.default for f in axes))(cls)
+    for f in axes:  # Blender's helper (which keeps Forward and Up apart) gives them no tooltip
+        made = cls.__annotations__[f.name]
+        cls.__annotations__[f.name] = made.function(
+            **{**made.keywords, "description": describe(f).description}
+        )
+    return cls
 
 
 def _classes() -> list[type]:

@@ -62,7 +62,10 @@ def export_scene(context, path: str, options: files.ExportOptions) -> Scene:
 
     path, content = files.export_target(path, options)
     extension = os.path.splitext(path)[1].lower()
+    from .import_export import included
+
     armature, meshes = export_objects(context)
+    meshes = included(context, meshes, options)
     needs_armature = content in ("skeleton", "animations")
     if armature is None and (needs_armature or not meshes):
         raise ExportError(

@@ -90,8 +90,10 @@ def _weight_unweighted(scene: Scene, mesh_objs) -> None:
 def export_scene(context, path: str, options: files.ExportOptions) -> Scene:
     """The armature to export and every mesh it deforms, as a Scene for ``files.save``."""
     from .blender.extract import extract_scene
+    from .import_export import included
 
     armature, meshes = export_objects(context)
+    meshes = included(context, meshes, options)
     scene = extract_scene(context, armature, meshes)
     _weight_unweighted(scene, meshes)
     for obj in meshes:
@@ -111,7 +113,9 @@ class RETRO_MODELS_OT_toshi_load_tkl(bpy.types.Operator, ImportHelper):
     bl_options = {"REGISTER", "UNDO"}
 
     filename_ext = ".tkl"
-    filter_glob: StringProperty(default="*.tkl", options={"HIDDEN"})
+    filter_glob: StringProperty(
+        default="*.tkl", description="The files the browser shows", options={"HIDDEN"}
+    )
 
     @classmethod
     def poll(cls, context):

@@ -55,8 +55,10 @@ def export_objects(context) -> tuple[bpy.types.Object, list[bpy.types.Object]]:
 def export_scene(context, path: str, options: files.ExportOptions) -> Scene:
     """The armature and its meshes as a Scene for ``files.save``."""
     from .blender.extract import extract_scene
+    from .import_export import included
 
-    return extract_scene(context, *export_objects(context))
+    armature, meshes = export_objects(context)
+    return extract_scene(context, armature, included(context, meshes, options))
 
 
 def default_path(context) -> str:

@@ -4,7 +4,7 @@ registry of families (formats/registry.py), in its order."""
 import bpy
 
 from ..formats.registry import FAMILIES
-from . import panels
+from . import panels, preferences
 
 
 def _menu_import(self, context):
@@ -49,7 +49,7 @@ _registered: list = []
 
 
 def register():
-    _registered[:] = _file_handlers() + list(panels.classes)
+    _registered[:] = _file_handlers() + list(panels.classes) + list(preferences.classes)
     for cls in _registered:
         bpy.utils.register_class(cls)
     bpy.types.TOPBAR_MT_file_import.append(_menu_import)

@@ -1,8 +1,10 @@
-"""Sidebar panels in the 3D view (category "Retro")."""
+"""Sidebar panels in the 3D view (category "Retro"): a model's panels show while any object of it is
+selected or active (its armature, or a mesh the armature deforms or parents)."""
 
 import bpy
 
 from ..operators.blender import props
+from ..operators.blender.objects import target_armature
 
 
 class VIEW3D_PT_retro_toshi(bpy.types.Panel):
@@ -15,19 +17,20 @@ class VIEW3D_PT_retro_toshi(bpy.types.Panel):
 
     @classmethod
     def poll(cls, context):
-        obj = context.active_object
-        return obj is not None and obj.type == "ARMATURE" and "tkl_file" in props.get_extras(obj.data)
+        armature = target_armature(context)
+        return armature is not None and "tkl_file" in props.get_extras(armature.data)
 
     def draw(self, context):
         from ..formats.toshi.files import TKL_LIBRARY, library_name
 
-        extras = props.get_extras(context.active_object.data)
-        record = props.import_record([context.active_object])
+        armature = target_armature(context)
+        extras = props.get_extras(armature.data)
+        record = props.import_record([armature])
         # The record's extras hold the whole stored library: read only the two keys needed.
         header = props.get_extras(record, "tkl_field") if record is not None else {}
         layout = self.layout
         col = layout.column(align=True)
-        col.label(text=f"Model: {bpy.path.basename(props.source_file([context.active_object]))}", icon="FILE")
+        col.label(text=f"Model: {bpy.path.basename(props.source_file([armature]))}", icon="FILE")
         col.label(text=f"Keyframe library: {library_name(header) or '(none)'}", icon="ACTION")
         if extras.get("tkl_file"):
             col.label(text=f"Loaded from: {bpy.path.basename(extras['tkl_file'])}")
@@ -47,10 +50,11 @@ class VIEW3D_PT_retro_animations(bpy.types.Panel):
     @staticmethod
     def owners(context) -> list:
         """(label, armature object or material, material name or "") with imported animations."""
-        obj = context.active_object
+        armature = target_armature(context)
         found = []
-        if obj is not None and obj.type == "ARMATURE" and props.ANIMATIONS in obj.data:
-            found.append((f"Armature {obj.name}", obj, ""))
+        if armature is not None and props.ANIMATIONS in armature.data:
+            found.append((f"Armature {armature.name}", armature, ""))
+        obj = context.active_object
         material = obj.active_material if obj is not None else None
         if material is not None and props.ANIMATIONS in material:
             found.append((f"Material {material.name}", material, material.name))

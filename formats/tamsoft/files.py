@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import ExportError, FormatError
 from ..files import write_files
-from ..options import Panel, option, oriented
+from ..options import Included, Panel, option, oriented
 from ..scene import Scene
 from ..textures import dds, gxt
 from ..toshi import tmd as toshi_tmd
@@ -41,7 +41,7 @@ class ImportOptions(Orientation):
 
 
 @dataclass
-class ExportOptions(Orientation):
+class ExportOptions(Orientation, Included):
     pass
 
 

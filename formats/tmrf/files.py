@@ -17,7 +17,7 @@ import numpy as np
 from .. import extras as extras_codec
 from ..errors import ExportError
 from ..files import read_bytes, write_files
-from ..options import Panel, option, oriented
+from ..options import Included, Panel, animations_option, option, oriented
 from ..scene import Scene, Skeleton
 from . import convert, media
 
@@ -45,11 +45,11 @@ Orientation = oriented(convert.AXES)
 
 @dataclass
 class ImportOptions(Orientation):
-    pass
+    import_animations: bool = animations_option()
 
 
 @dataclass
-class ExportOptions(Orientation):
+class ExportOptions(Orientation, Included):
     file_contents: str = option(
         ".tmdl",
         "Contents",
@@ -89,7 +89,7 @@ class ExportOptions(Orientation):
     )
     animation_kind: str = option(
         KEEP,
-        "Animations",
+        "Animation Storage",
         "How animations are stored",
         choices=(
             (KEEP, "As Imported", "Each imported animation keeps its kind; new ones are frame animations"),
@@ -100,8 +100,8 @@ class ExportOptions(Orientation):
     )
     orientations: str = option(
         KEEP,
-        "Orientations",
-        "Storage of frame animation orientations",
+        "Orientation Storage",
+        "How frame animations store bone orientations",
         choices=(
             (KEEP, "As Imported", "Each imported bone keeps its storage; new ones are 32-bit floats"),
             ("F32", "32-bit Floats", "Exact"),

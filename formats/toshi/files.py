@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import ExportError
 from ..files import files_in, read_bytes, write_files
-from ..options import Panel, option, oriented
+from ..options import Included, Panel, animations_option, option, oriented
 from ..scene import Scene
 from . import convert, tkl, tmd, tml
 
@@ -37,9 +37,7 @@ class ImportOptions(Orientation):
         ),
         panel=INCLUDE,
     )
-    import_animations: bool = option(
-        True, "Animations", "Import the model's animations as actions", panel=INCLUDE
-    )
+    import_animations: bool = animations_option(panel=INCLUDE)
     tkl_mode: str = option(
         "AUTO",
         "Keyframe Library",
@@ -83,7 +81,7 @@ class ImportOptions(Orientation):
 
 
 @dataclass
-class ExportOptions(Orientation):
+class ExportOptions(Orientation, Included):
     tkl_mode: str = option(
         "APPEND",
         "Keyframe Library",
@@ -108,7 +106,7 @@ class ExportOptions(Orientation):
     )
     write_tml: bool = option(
         True,
-        "Material Library",
+        "Write Material Library",
         "Write the materials and textures as a .tml next to the model",
         panel=LIBRARIES,
     )

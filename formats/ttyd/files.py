@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import FormatError
 from ..files import files_in, read_bytes, write_files
-from ..options import Panel, option, oriented
+from ..options import Included, Panel, animations_option, option, oriented
 from ..scene import Scene
 from ..textures import gx
 from ..textures import tpl as tpl_format
@@ -29,6 +29,7 @@ Orientation = oriented(convert.AXES)
 
 @dataclass
 class ImportOptions(Orientation):
+    import_animations: bool = animations_option()
     tpl_mode: str = option(
         "AUTO",
         "Textures",
@@ -45,7 +46,7 @@ class ImportOptions(Orientation):
 
 
 @dataclass
-class ExportOptions(Orientation):
+class ExportOptions(Orientation, Included):
     texture_format: str = option(
         ORIGINAL,
         "Texture Format",

@@ -102,7 +102,7 @@ def test_install_zip_enables_operators_and_the_python_entry(built_zip, tmp_path)
         tmp_path,
     )
     assert "INSTALLED-OK" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "IMPORTED demo.tmd: 1 armatures" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "IMPORTED demo.tmd: 1 armature," in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
     assert "EXPORTED 3" in done.stdout and f"REFUSED {tmp_path / 'demo.tkl'}" in done.stdout, done.stdout[
         -2000:
     ]

@@ -443,7 +443,7 @@ def test_batch_import_of_a_material_set(empty_scene, tmp_path):
     path = tmp_path / "room.bmt"
     path.write_bytes(bmt.write(bmt.cut_from_model(source.read_bytes(), str(source))))
     report = retro_models.import_file(bpy.context, str(path))
-    assert report.summary.startswith("room.bmt: 1 materials, 1 images")
+    assert report.summary.startswith("room.bmt: 1 material, 1 image")
     material = bpy.data.materials["lambert54_v"]
     assert material.surface_render_method == "BLENDED"
 

@@ -40,7 +40,7 @@ def test_toshi(empty_scene, tmp_path, out):
         (tmp_path / name).write_bytes(data)
     report = retro_models.import_file(bpy.context, str(tmp_path / "demo.tmd"), lods="ALL")
     assert report.counts["armatures"] == 1 and report.counts["actions"] > 0 and not report.warnings
-    assert str(report).startswith("demo.tmd: 1 armatures")
+    assert str(report).startswith("demo.tmd: 1 armature, ")
     the_armature()
     report = retro_models.export_file(bpy.context, str(out / "demo.tmd"), family="toshi")
     assert sorted(report.paths) == sorted(str(out / n) for n in ("demo.tmd", "demo.tkl", "demo.tml"))

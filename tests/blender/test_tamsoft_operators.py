@@ -250,10 +250,10 @@ def test_tmd_files_go_to_the_family_their_content_names(empty_scene, tmp_path):
     for name, data in demo_creature.demo_files().items():
         (tmp_path / name).write_bytes(data)
     (tmp_path / "junk.tmd").write_bytes(b"junk")
-    assert "tamsoft.tmd: 1 armatures, 1 meshes" in str(
+    assert "tamsoft.tmd: 1 armature, 1 mesh" in str(
         retro_models.import_file(bpy.context, str(tmp_path / "tamsoft.tmd"))
     )
-    assert "demo.tmd: 1 armatures" in str(retro_models.import_file(bpy.context, str(tmp_path / "demo.tmd")))
+    assert "demo.tmd: 1 armature," in str(retro_models.import_file(bpy.context, str(tmp_path / "demo.tmd")))
     with pytest.raises(FormatError, match="junk.tmd"):  # JPOG's reader says what is wrong
         retro_models.import_file(bpy.context, str(tmp_path / "junk.tmd"))
     bone_names = {b.name for o in bpy.data.objects if o.type == "ARMATURE" for b in o.data.bones}

@@ -135,7 +135,7 @@ def test_batch_import_command(tmp_path, demo_dir):
         timeout=120,
     )
     assert ok.returncode == 0, ok.stderr
-    assert "demo.tmd: 1 armatures" in ok.stdout and (tmp_path / "all.blend").exists()
+    assert "demo.tmd: 1 armature," in ok.stdout and (tmp_path / "all.blend").exists()
     failed = subprocess.run(
         [sys.executable, script, "--out-dir", str(tmp_path / "each"), str(demo_dir / "*.tmd")],
         capture_output=True,

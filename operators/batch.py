@@ -1,0 +1,526 @@
+"""Batch import: many files into .blend files, on every core.
+
+    blender -b -c retro_import [options] INPUT...          (the installed extension)
+    python tools/batch_import.py [options] INPUT...         (a source checkout, with the bpy module)
+
+INPUTs are files, folders (searched recursively) and glob patterns. Each file's family is
+found by its content (formats/registry.py); files found in folders or by globs that are not
+models (textures, companion files) are skipped and listed. A file that applies to a selection
+(J3D animations, TMRF animation-only files) goes onto the armature of the model imported just
+before it from its folder, as the import operator puts it on the selected armature.
+
+Worker processes (``-j``, every core by default) each run their own Blender; this process only
+plans, prints and, for ``--out``, joins the workers' .blend files into one. Exit status: 0 when
+every file imported, 1 when some failed, 2 for a wrong command line.
+
+Module-level imports are the standard library only: worker processes load the add-on by path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import glob
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+COMMAND = "retro_import"  # blender -c retro_import
+RESULT = "\x1eretro-batch "  # marks the workers' result lines among Blender's own output
+_SINGULAR = {"armatures": "armature", "meshes": "mesh", "materials": "material", "images": "image"}
+_SINGULAR["actions"] = "action"
+
+
+def plural(n: int, kind: str) -> str:
+    """``"1 armature"``, ``"2 armatures"``: ``kind`` is the plural (a datablock collection's name)."""
+    return f"{n} {_SINGULAR.get(kind, kind) if n == 1 else kind}"
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    return ", ".join(plural(n, kind) for kind, n in counts.items() if n) or "nothing imported"
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+class UsageError(Exception):
+    """A wrong command line (exit status 2)."""
+
+
+def _families():
+    from ..formats import registry
+
+    return [f for f in registry.FAMILIES if f.importer]
+
+
+def _options_help() -> str:
+    from ..formats.options import describe
+
+    lines = ["import options (--option NAME=VALUE; each applies to the families that have it):"]
+    for family in _families():
+        lines.append(f"  {family.name} ({family.label}):")
+        for f in dataclasses.fields(family.importer.options):
+            shown = describe(f)
+            values = "|".join(c[0] for c in shown.choices) if isinstance(shown.choices, tuple) else ""
+            kind = values or type(f.default).__name__
+            lines.append(f"    {f.name}={kind} (default {f.default!r}): {shown.description}")
+    return "\n".join(lines)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=f"blender -b -c {COMMAND}",
+        description="Import game model files into .blend files, on every core.",
+        epilog=_options_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        exit_on_error=False,
+    )
+    p.add_argument("inputs", nargs="+", help="files, folders (searched recursively) or glob patterns")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--out", help="one .blend holding every imported file")
+    target.add_argument("--out-dir", help="one .blend per model, named after it, in this folder")
+    p.add_argument(
+        "-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: every core)"
+    )
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an import option (listed below); repeat for several",
+    )
+    p.add_argument("--json", help="write a machine-readable summary to this file")
+    return p
+
+
+def _value(text: str, default):
+    """The command line's text as the option's type (that of its default)."""
+    if isinstance(default, bool):
+        lowered = text.lower()
+        if lowered not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+            raise ValueError(f"{text!r} is not true or false")
+        return lowered in ("1", "true", "yes", "on")
+    return type(default)(text)
+
+
+def family_options(pairs: list[str]) -> dict[str, dict]:
+    """``--option`` values per family name, checked against each family's options dataclass."""
+    from ..formats.options import describe, make
+
+    given = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--option {pair!r}: write NAME=VALUE")
+        given[name] = text
+    per_family, known = {}, set()
+    for family in _families():
+        values = {}
+        for f in dataclasses.fields(family.importer.options):
+            if f.name in given:
+                known.add(f.name)
+                try:
+                    value = _value(given[f.name], f.default)
+                except ValueError as e:
+                    raise UsageError(f"--option {f.name}: {e}") from None
+                values[f.name] = os.path.abspath(value) if describe(f).path and value else value
+        try:
+            make(family.importer.options, values)
+        except (TypeError, ValueError) as e:
+            raise UsageError(f"--option for {family.name}: {e}") from None
+        per_family[family.name] = values
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise UsageError(f"no family has the option(s) {', '.join(unknown)} (see --help)")
+    return per_family
+
+
+# -- what to import -------------------------------------------------------------------------------
+
+
+@dataclass
+class Entry:
+    """One input file and what became of it."""
+
+    path: str
+    status: str = "pending"  # ok, failed, skipped
+    family: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: str = ""
+    blend: str = ""
+
+    def line(self) -> str:
+        if self.status == "ok":
+            return f"ok {self.path}: {counts_text(self.counts)}" + "".join(
+                f"\n  warning: {w}" for w in self.warnings
+            )
+        if self.status == "skipped":
+            return f"skipped {self.path}: {self.error}"
+        return f"FAILED {self.path}: {self.error}"
+
+
+def expand(inputs: list[str]) -> list[tuple[str, bool]]:
+    """Every file the inputs name, in order, once: (path, named explicitly)."""
+    found: list[tuple[str, bool]] = []
+    for given in inputs:
+        if glob.has_magic(given):
+            matches = sorted(glob.glob(given, recursive=True))
+            found += [p for m in matches for p in _walk(m)] if matches else [(given, True)]
+        else:
+            found += _walk(given) if os.path.isdir(given) else [(given, True)]
+    seen, unique = set(), []
+    for path, explicit in found:
+        key = os.path.abspath(path)
+        if key not in seen:
+            seen.add(key)
+            unique.append((key, explicit))
+    return unique
+
+
+def _walk(path: str) -> list[tuple[str, bool]]:
+    if not os.path.isdir(path):
+        return [(path, False)]
+    files = []
+    for folder, dirs, names in os.walk(path):
+        dirs.sort()
+        files += [(os.path.join(folder, n), False) for n in sorted(names)]
+    return files
+
+
+def classify(entry: Entry, explicit: bool, options: dict[str, dict]) -> bool | None:
+    """Find the entry's family. True: the file applies to a selection; False: a model; None: not
+    imported (the entry says why: skipped, or failed when it was named explicitly)."""
+    from ..formats import options as described
+    from ..formats import registry
+    from ..formats.errors import RetroError
+
+    try:
+        family = registry.family_for(entry.path)
+    except (RetroError, OSError) as e:
+        entry.status, entry.error = ("failed" if explicit or isinstance(e, OSError) else "skipped"), str(e)
+        return None
+    entry.family = family.name
+    extension = os.path.splitext(os.path.basename(entry.path))[1].lower()
+    if family.importer is None or extension not in family.extensions:  # textures, TKL / TML…
+        entry.status, entry.error = "skipped", f"not a model file ({family.label} files import it with them)"
+        return None
+    applies = family.importer.applies_to_selection
+    if applies is None:
+        return False
+    try:  # the format layer alone tells (no Blender): the worker reports a file that fails to load
+        scene = family.importer.load(
+            entry.path, described.make(family.importer.options, options[family.name])
+        )
+    except (RetroError, OSError):
+        return False
+    return applies(scene)
+
+
+def plan(entries: list[Entry], applied: list[bool]) -> tuple[list[list[int]], list[int]]:
+    """Jobs (lists of entry indices imported into one scene: a model, then the files applied to it:
+    to the last model before them from their folder, else the first after) and the applied files
+    no model of their folder takes."""
+    jobs: list[list[int]] = []
+    first: dict[str, int] = {}  # folder → the job of its first model
+    for i, entry in enumerate(entries):
+        if not applied[i]:
+            first.setdefault(os.path.dirname(entry.path), len(jobs))
+            jobs.append([i])
+    last: dict[str, int] = {}  # folder → the job of its last model so far
+    orphans, n = [], 0
+    for i, entry in enumerate(entries):
+        folder = os.path.dirname(entry.path)
+        if not applied[i]:
+            last[folder], n = n, n + 1
+        elif folder in last or folder in first:
+            jobs[last.get(folder, first.get(folder))].append(i)
+        else:
+            orphans.append(i)
+    return jobs, orphans
+
+
+def blend_names(jobs: list[list[int]], entries: list[Entry], out_dir: str) -> list[str]:
+    """One .blend per job named after its first file; a name taken gets -2, -3… (never overwritten)."""
+    taken: set[str] = set()
+    names = []
+    for job in jobs:
+        stem = os.path.splitext(os.path.basename(entries[job[0]].path))[0] or "import"
+        name, n = stem, 1
+        while name.lower() in taken:
+            n += 1
+            name = f"{stem}-{n}"
+        taken.add(name.lower())
+        names.append(os.path.join(os.path.abspath(out_dir), name + ".blend"))
+    return names
+
+
+# -- workers --------------------------------------------------------------------------------------
+
+# A worker loads the add-on from its folder under a name of its own (no clash with an installed
+# copy), then serves jobs: one JSON line in, result lines out.
+_WORKER = (
+    "import importlib.util, sys; root, name = sys.argv[sys.argv.index('--') + 1:][:2]; "
+    "spec = importlib.util.spec_from_file_location(name, root + '/__init__.py', "
+    "submodule_search_locations=[root]); m = importlib.util.module_from_spec(spec); "
+    "sys.modules[name] = m; spec.loader.exec_module(m); "
+    "import importlib; importlib.import_module(name + '.operators.batch').serve()"
+)
+
+
+def worker_command() -> list[str]:
+    """How to start a worker: Blender itself (headless, factory settings) when this runs inside it, else
+    this Python with the bpy module (not imported here: a second of start-up that only workers need)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tail = ["--", root, "retro_models_worker"]
+    blender = sys.modules["bpy"].app.binary_path if "bpy" in sys.modules else ""
+    if blender:
+        return [blender, "-b", "--factory-startup", "--python-expr", _WORKER, *tail]
+    return [sys.executable, "-c", _WORKER, *tail]
+
+
+def serve() -> None:
+    """A worker's loop: import each job's files into a fresh scene, save it, report every file."""
+    import bpy
+
+    from .. import register, unregister
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    register()
+    try:
+        for line in sys.stdin:
+            job = json.loads(line)
+            results = run_job(bpy, job["paths"], job["families"], job["options"], job["blend"])
+            print(RESULT + json.dumps(results), flush=True)
+    finally:
+        unregister()  # the bpy 4.2 module crashes on exit while an add-on is registered
+
+
+def run_job(bpy, paths: list[str], families: list[str], options: dict, blend: str) -> list[dict]:
+    """Import ``paths`` (a model, then the files applied to it) into an empty scene; save it to
+    ``blend`` when anything was imported."""
+    from ..formats import registry
+    from ..formats.errors import RetroError
+    from ..formats.options import make
+    from .import_export import import_path
+
+    # An empty factory scene; unlike read_factory_settings, this keeps the add-ons (five times faster).
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    results = []
+    for path, name in zip(paths, families, strict=True):
+        family = next(f for f in registry.FAMILIES if f.name == name)
+        entry = Entry(path, family=name)
+        try:
+            report = import_path(bpy.context, family, path, make(family.importer.options, options[name]))
+        except (RetroError, OSError) as e:
+            entry.status, entry.error = "failed", str(e)
+        except Exception as e:  # a defect: report it against this file and go on with the batch
+            entry.status, entry.error = "failed", f"{type(e).__name__}: {e}"
+        else:
+            entry.status, entry.counts = "ok", report.counts
+            entry.warnings, entry.notes = report.warnings, report.notes
+        results.append(dataclasses.asdict(entry))
+    if any(r["status"] == "ok" for r in results):
+        os.makedirs(os.path.dirname(blend), exist_ok=True)
+        bpy.ops.wm.save_as_mainfile(filepath=blend, compress=False)
+        for r in results:
+            r["blend"] = blend
+    return results
+
+
+class Pool:
+    """``n`` worker processes fed from one queue of jobs.
+
+    The workers start when the pool is made: their start-up (a Blender each) overlaps the planning."""
+
+    def __init__(self, n: int):
+        self.jobs: queue.Queue = queue.Queue()
+        self.lock = threading.Lock()
+        self.processes = [self._start() for _ in range(n)]
+
+    def run(self, jobs: list[dict], done) -> None:
+        """Every job through the workers; ``done(job, results)`` runs for each as it finishes."""
+        self.done = done
+        for job in jobs:
+            self.jobs.put(job)
+        threads = [threading.Thread(target=self._feed, args=(p,), daemon=True) for p in self.processes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def _start(self) -> subprocess.Popen:
+        return subprocess.Popen(
+            worker_command(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
+
+    def _feed(self, process: subprocess.Popen) -> None:
+        while True:
+            try:
+                job = self.jobs.get_nowait()
+            except queue.Empty:
+                break
+            process = process if process.poll() is None else self._start()
+            results = self._ask(process, job)
+            with self.lock:
+                self.done(job, results)
+        process.stdin.close()
+        process.wait()
+
+    @staticmethod
+    def _ask(process: subprocess.Popen, job: dict) -> list[dict] | None:
+        """The worker's results for one job; None when it died on the way."""
+        try:
+            process.stdin.write(json.dumps(job) + "\n")
+            process.stdin.flush()
+            for line in process.stdout:
+                if line.startswith(RESULT):
+                    return json.loads(line[len(RESULT) :])
+        except (OSError, ValueError):
+            pass
+        process.kill()
+        process.wait()
+        return None
+
+
+# -- joining the workers' files for --out -----------------------------------------------------------
+
+
+def join_blends(parts: list[str], out: str) -> None:
+    """One .blend holding everything the parts hold: the first opened, the others' collections,
+    actions and images appended (unused actions and images too: a model keeps its other animations)."""
+    import bpy
+
+    bpy.ops.wm.open_mainfile(filepath=parts[0], load_ui=False)
+    for part in parts[1:]:
+        with bpy.data.libraries.load(part, link=False) as (source, target):
+            target.collections = list(source.collections)
+            target.actions = list(source.actions)
+            target.images = list(source.images)
+        for id_ in [*target.actions, *target.images]:
+            if id_ is not None and id_.users == 0:  # kept in the part by a fake user, which append drops
+                id_.use_fake_user = True
+        children = {c.name for col in target.collections for c in col.children}
+        for collection in target.collections:
+            if collection is not None and collection.name not in children:
+                bpy.context.scene.collection.children.link(collection)
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(out), compress=False)
+
+
+# -- the command ----------------------------------------------------------------------------------
+
+
+def main(argv: list[str]) -> int:
+    """Run the batch; returns the exit status (0 all imported, 1 some failed, 2 usage)."""
+    try:
+        args = parser().parse_args(argv)
+        if args.jobs < 1:
+            raise UsageError("-j needs at least one worker")
+        options = family_options(args.option)
+    except SystemExit as e:  # --help, or argparse's own usage message
+        return int(e.code or 0)
+    except (argparse.ArgumentError, UsageError) as e:
+        print(f"{COMMAND}: {e}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    found = expand(args.inputs)
+    pool = Pool(min(args.jobs, len(found)))
+    entries, applied, explicit = [], [], []
+    for path, named in found:
+        entry = Entry(path)
+        applies = classify(entry, named, options)
+        if applies is None:
+            print(entry.line())
+        entries.append(entry)
+        applied.append(applies)
+        explicit.append(named)
+    todo = [i for i, a in enumerate(applied) if a is not None]
+    jobs, orphans = plan([entries[i] for i in todo], [applied[i] for i in todo])
+    jobs = [[todo[i] for i in job] for job in jobs]
+    for i in (todo[o] for o in orphans):  # found in a folder: not a model; named: a failure
+        entries[i].status = "failed" if explicit[i] else "skipped"
+        entries[i].error = "it applies to a model, and no model from its folder was imported"
+        print(entries[i].line())
+    todo = [i for job in jobs for i in job]
+
+    with tempfile.TemporaryDirectory(prefix="retro_batch_") as scratch:
+        blends = (
+            blend_names(jobs, entries, args.out_dir)
+            if args.out_dir
+            else [os.path.join(scratch, f"{n}.blend") for n in range(len(jobs))]
+        )
+        finished = [0]
+
+        def done(job: dict, results: list[dict] | None) -> None:
+            for i, result in zip(job["entries"], results or [None] * len(job["entries"]), strict=True):
+                if result is None:
+                    entries[i].status, entries[i].error = "failed", "the worker process ended unexpectedly"
+                else:
+                    entries[i] = Entry(**result)
+                finished[0] += 1
+                print(f"[{finished[0]}/{len(todo)}] {entries[i].line()}", flush=True)
+
+        pool.run(
+            [
+                {
+                    "entries": job,
+                    "paths": [entries[i].path for i in job],
+                    "families": [entries[i].family for i in job],
+                    "options": options,
+                    "blend": blend,
+                }
+                for job, blend in zip(jobs, blends, strict=True)
+            ],
+            done,
+        )
+        written = sorted({e.blend for e in entries if e.blend}, key=blends.index)
+        if args.out and written:
+            join_blends(written, args.out)
+            written = [os.path.abspath(args.out)]
+            for e in entries:
+                e.blend = written[0] if e.blend else ""
+
+    tally = {s: sum(e.status == s for e in entries) for s in ("ok", "failed", "skipped")}
+    seconds = time.perf_counter() - started
+    print(
+        f"{tally['ok']} imported, {tally['failed']} failed, {tally['skipped']} skipped in {seconds:.1f} s"
+        f" with {args.jobs} {'process' if args.jobs == 1 else 'processes'}; "
+        + (_written_text(written) if written else "no .blend written")
+    )
+    if args.json:
+        summary = {
+            "files": [dataclasses.asdict(e) for e in entries],
+            "blends": written,
+            "imported": tally["ok"],
+            "failed": tally["failed"],
+            "skipped": tally["skipped"],
+            "jobs": args.jobs,
+            "seconds": round(seconds, 3),
+        }
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(summary, f, indent=1)
+    return 1 if tally["failed"] else 0
+
+
+def _written_text(written: list[str]) -> str:
+    if len(written) == 1:
+        return f"wrote {written[0]}"
+    return f"wrote {len(written)} .blend files in {os.path.commonpath(written)}"
+
+
+def cli(argv: list[str]) -> int:
+    """The ``blender -c retro_import`` command (registered by the add-on)."""
+    return main(list(argv))

@@ -1,0 +1,211 @@
+"""The batch import (operators/batch.py): from a source checkout (tools/batch_import.py) and as the
+command the installed extension registers, on a mixed folder with two worker processes."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import bpy
+import pytest
+import tmrf_fixtures
+import ttyd_fixtures
+from demo_creature import demo_files
+from retro_models.formats.tmrf import convert, media
+from retro_models.operators import batch
+from support import ROOT
+from tamsoft_fixtures import tmd0_bytes
+from ttyd_support import tpl_bytes
+
+TOOL = ROOT / "tools" / "batch_import.py"
+
+
+def mixed_folder(root: Path) -> Path:
+    """Models of four families, companions and textures that are not models, two models named
+    ``demo`` in different folders, and an animation-only TMRF file next to its skeleton."""
+    folder = root / "mixed"
+    for sub in ("jpog", "tamsoft", "tertius", "ttyd"):
+        (folder / sub).mkdir(parents=True)
+    for name, data in demo_files().items():  # demo.tmd with its demo.tkl and demo.tml
+        (folder / "jpog" / name).write_bytes(data)
+    (folder / "tamsoft" / "demo.tmd").write_bytes(tmd0_bytes())
+    (folder / "tertius" / "a_skeleton.tskl").write_bytes(tmrf_fixtures.full_file())
+    scene = convert.to_scene(media.read(tmrf_fixtures.full_file()))
+    (folder / "tertius" / "b_moves.tapk").write_bytes(
+        media.write(convert.from_scene(scene, content="animations"))
+    )
+    (folder / "ttyd" / "c_test").write_bytes(ttyd_fixtures.build())
+    (folder / "ttyd" / "c_test_tex-").write_bytes(tpl_bytes())
+    return folder
+
+
+def run(*args, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(TOOL), *map(str, args)], capture_output=True, text=True, timeout=600, env=env
+    )
+
+
+def blend_contents(path: Path) -> dict[str, list[str]]:
+    with bpy.data.libraries.load(str(path)) as (source, _):
+        return {kind: sorted(getattr(source, kind)) for kind in ("armatures", "meshes", "actions")}
+
+
+def check_mixed_run(folder: Path, out: Path, output: str, summary: dict) -> None:
+    lines = output.splitlines()
+    skipped = {Path(f["path"]).name for f in summary["files"] if f["status"] == "skipped"}
+    assert skipped == {"demo.tkl", "demo.tml", "c_test_tex-"}
+    assert all(
+        any(line.startswith(f"skipped {folder}") and name in line for line in lines) for name in skipped
+    )
+    counters = [line.split("]")[0] + "]" for line in lines if line.startswith("[")]
+    assert counters == [f"[{n}/5]" for n in range(1, 6)]
+    assert summary["imported"] == 5 and summary["failed"] == 0 and summary["jobs"] == 2
+    by_name = {Path(f["path"]).name: f for f in summary["files"] if f["status"] == "ok"}
+    # The animation-only file went onto the skeleton imported before it: actions only.
+    assert by_name["b_moves.tapk"]["counts"] == {
+        "armatures": 0,
+        "meshes": 0,
+        "materials": 0,
+        "images": 0,
+        "actions": 2,
+    }
+    assert by_name["b_moves.tapk"]["blend"] == by_name["a_skeleton.tskl"]["blend"]
+    assert any("a_skeleton.tskl: 1 armature, 1 mesh" in line for line in lines)  # not "1 armatures"
+    assert any(line.startswith("5 imported, 0 failed, 3 skipped") for line in lines)
+
+
+def test_mixed_folder_from_the_checkout(addon, tmp_path):
+    folder = mixed_folder(tmp_path)
+    out = tmp_path / "out"
+    done = run(folder, "--out-dir", out, "-j", "2", "--json", tmp_path / "summary.json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    check_mixed_run(folder, out, done.stdout, summary)
+    # Two models named demo: two files, neither overwritten; one per model, the TMRF pair together.
+    assert sorted(p.name for p in out.iterdir()) == [
+        "a_skeleton.blend",
+        "c_test.blend",
+        "demo-2.blend",
+        "demo.blend",
+    ]
+    jpog, tamsoft = (blend_contents(out / n) for n in ("demo.blend", "demo-2.blend"))
+    assert len(jpog["meshes"]) == 2 and len(tamsoft["meshes"]) == 1
+    tertius = blend_contents(out / "a_skeleton.blend")
+    assert len(tertius["armatures"]) == 1 and len(tertius["actions"]) == 4  # its own two and the file's two
+
+
+def test_one_blend_holds_every_model(addon, tmp_path):
+    folder = mixed_folder(tmp_path)
+    summary = tmp_path / "summary.json"
+    done = run(folder / "*" / "*", "--out", tmp_path / "all.blend", "-j", "2", "--json", summary)  # a glob
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = json.loads(summary.read_text())["files"]
+    assert {f["blend"] for f in files if f["status"] == "ok"} == {str(tmp_path / "all.blend")}
+    contents = blend_contents(tmp_path / "all.blend")
+    assert len(contents["armatures"]) == 4 and len(contents["meshes"]) == 5
+    # Every action of every part, the unused ones (other animations of a model) too.
+    assert len(contents["actions"]) == sum(f["counts"].get("actions", 0) for f in files)
+
+
+def test_failures_and_usage(addon, tmp_path):
+    bad = tmp_path / "bad.tmd"
+    bad.write_bytes(b"TMDL" + bytes(12))
+    done = run(bad, "--out", tmp_path / "none.blend", "-j", "1", "--json", tmp_path / "s.json")
+    assert done.returncode == 1 and "[1/1] FAILED" in done.stdout and "no .blend written" in done.stdout
+    assert not (tmp_path / "none.blend").exists()
+    assert json.loads((tmp_path / "s.json").read_text())["failed"] == 1
+    for wrong in (
+        ["--option", "no_such=1"],
+        ["--option", "lods=SOME"],
+        ["--option", "lods"],
+        ["-j", "0"],
+        [],
+    ):
+        done = run(*([] if not wrong else [bad]), *wrong, "--out", tmp_path / "x.blend")
+        assert done.returncode == 2, (wrong, done.stdout, done.stderr)
+    assert not (tmp_path / "x.blend").exists()
+
+
+def test_every_import_option_is_listed_and_reachable(addon):
+    import dataclasses
+
+    from retro_models.formats import registry
+
+    text = batch.parser().format_help()
+    for family in registry.FAMILIES:
+        if family.importer:
+            for f in dataclasses.fields(family.importer.options):
+                assert f"    {f.name}=" in text, (family.name, f.name)
+    options = batch.family_options(["lods=ALL", "import_animations=no", "axis_up=Y"])
+    assert options["toshi"]["lods"] == "ALL" and options["toshi"]["import_animations"] is False
+    assert options["tamsoft"] == {"axis_up": "Y"} and "lods" not in options["ttyd"]
+
+
+def test_plurals():
+    assert batch.counts_text({"armatures": 1, "meshes": 2, "actions": 0}) == "1 armature, 2 meshes"
+    assert batch.counts_text({"meshes": 1, "images": 1}) == "1 mesh, 1 image"
+
+
+def test_installed_extension_registers_the_command(addon, tmp_path):
+    """The built zip installed into a fresh user folder: Blender's -c handling is not part of the bpy
+    module, so the test shows the command is registered (a second registration is refused with a
+    warning) and calls the function registered for it, as ``blender -c retro_import`` would."""
+    build = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "extension.py"),
+            "build",
+            "--output-dir",
+            str(tmp_path / "zip"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    (package,) = (tmp_path / "zip").glob("*.zip")
+    folder = mixed_folder(tmp_path)
+    user = tmp_path / "user"
+    env = {
+        **os.environ,
+        **{
+            f"BLENDER_USER_{k}": str(user / k.lower())
+            for k in ("RESOURCES", "SCRIPTS", "CONFIG", "EXTENSIONS")
+        },
+    }
+    script = f"""
+import sys, bpy
+bpy.ops.extensions.package_install_files(filepath={str(package)!r}, repo="user_default", enable_on_install=True)
+addon = sys.modules["bl_ext.user_default.retro_models"]
+assert addon._cli_command is not None
+probe = bpy.utils.register_cli_command("retro_import", lambda argv: 0)
+bpy.utils.unregister_cli_command(probe)  # left registered, it crashes the bpy 4.2 module on exit
+status = addon.operators.batch.cli({[str(folder), "--out-dir", str(tmp_path / "out"), "-j", "2", "--json", str(tmp_path / "s.json")]!r})
+print("batch module:", addon.operators.batch.__name__)
+sys.exit(status)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert 'duplicate command "retro_import"' in done.stdout + done.stderr
+    assert "batch module: bl_ext.user_default.retro_models.operators.batch" in done.stdout
+    check_mixed_run(folder, tmp_path / "out", done.stdout, json.loads((tmp_path / "s.json").read_text()))
+
+
+def test_import_file_applies_animation_only_files_as_the_operator_does(empty_scene, tmp_path):
+    import retro_models
+    from retro_models.formats.errors import SelectionError
+
+    folder = mixed_folder(tmp_path) / "tertius"
+    with pytest.raises(SelectionError, match="select the armature"):
+        retro_models.import_file(bpy.context, str(folder / "b_moves.tapk"))
+    assert (
+        not bpy.data.actions and not bpy.data.collections
+    )  # nothing imported is an error, not an empty success
+    retro_models.import_file(bpy.context, str(folder / "a_skeleton.tskl"))  # leaves its armature active
+    before = len(bpy.data.actions)
+    report = retro_models.import_file(bpy.context, str(folder / "b_moves.tapk"))
+    assert report.counts["actions"] == 2 and report.counts["armatures"] == 0
+    assert len(bpy.data.actions) == before + 2
