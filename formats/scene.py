@@ -29,6 +29,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .errors import FormatError
+
 Extras = dict
 
 
@@ -248,6 +250,79 @@ class Scene:
     warnings: list[str] = field(default_factory=list)  # for the import report
     extras: Extras = field(default_factory=dict)
     source: str = ""  # the file the scene was read from (kept with the import for re-reading and export)
+
+
+# -- what a builder may take -----------------------------------------------------
+
+LAST_FRAME = 1048574  # Blender's last frame (MAXFRAME): key times and ranges stay within ±it
+MAX_FPS = 32767  # Blender's highest frame rate
+
+
+def validate(scene: Scene, filename: str = "") -> None:
+    """Check what a builder will put into Blender, before it touches anything.
+
+    Positions, rest and object matrices, shape keys and animation keys must be finite (a
+    FormatError names the file and the field); so must frame rates and times, within what
+    Blender holds. Normals, UVs, colours, tangents and skin weights, which a game draws anyway,
+    have non-finite values replaced by 0 with a warning giving the count.
+    """
+    filename = filename or scene.source or scene.name or "<scene>"
+
+    def refuse(values, what: str) -> None:
+        bad = np.size(values) - np.count_nonzero(np.isfinite(values))
+        if bad:
+            raise FormatError(filename, None, f"{what}: {bad} non-finite values (NaN or infinity)")
+
+    def tolerate(data, what: str):
+        """``data`` with its non-finite values 0 (and a warning), or as it is."""
+        if data is None or not np.issubdtype(np.asarray(data).dtype, np.floating):
+            return data
+        finite = np.isfinite(data)
+        if finite.all():
+            return data
+        scene.warnings.append(f"{what}: {finite.size - np.count_nonzero(finite)} non-finite values set to 0")
+        return np.where(finite, data, 0).astype(np.asarray(data).dtype)
+
+    def tolerate_layer(layer: Layer | None, what: str) -> Layer | None:
+        if layer is None:
+            return None
+        data = tolerate(layer.data, f"{what} {layer.name!r}")
+        return layer if data is layer.data else replace(layer, data=data)
+
+    for skeleton in scene.skeletons:
+        refuse(skeleton.rest, f"skeleton {skeleton.name!r}: rest matrices")
+        if skeleton.bone_display is not None:
+            refuse(skeleton.bone_display, f"skeleton {skeleton.name!r}: bone display rotation")
+    for mesh in scene.meshes:
+        where = f"mesh {mesh.name!r}"
+        refuse(mesh.positions, f"{where}: positions")
+        if mesh.matrix is not None:
+            refuse(mesh.matrix, f"{where}: object matrix")
+        for key in mesh.shape_keys:
+            refuse(key.positions, f"{where}: shape key {key.name!r}")
+        mesh.normals = tolerate_layer(mesh.normals, f"{where}: normals")
+        mesh.tangents = tolerate_layer(mesh.tangents, f"{where}: tangents")
+        mesh.uv_layers = [tolerate_layer(layer, f"{where}: UV layer") for layer in mesh.uv_layers]
+        mesh.color_layers = [tolerate_layer(layer, f"{where}: colour layer") for layer in mesh.color_layers]
+        mesh.skin_weights = tolerate(mesh.skin_weights, f"{where}: skin weights")
+    for animation in scene.animations:
+        where = f"animation {animation.name!r}"
+        if not (np.isfinite(animation.fps) and 0 < animation.fps <= MAX_FPS):
+            raise FormatError(filename, None, f"{where}: frame rate {animation.fps} outside 0…{MAX_FPS}")
+        _within_frames(filename, (animation.frame_start, animation.frame_end), f"{where}: frame range")
+        for channel in animation.channels:
+            what = f"{where}, {channel.target_kind} {channel.target!r} {channel.path}"
+            refuse(channel.values, f"{what}: key values")
+            for handles in (channel.handles_left, channel.handles_right):
+                if handles is not None:
+                    refuse(handles, f"{what}: key handles")
+            _within_frames(filename, channel.times, f"{what}: key times")
+
+
+def _within_frames(filename: str, times, what: str) -> None:
+    times = np.asarray(times, np.float64)
+    if times.size and not (np.isfinite(times).all() and np.abs(times).max() <= LAST_FRAME):
+        raise FormatError(filename, None, f"{what} must be finite and within ±{LAST_FRAME} frames")
 
 
 # -- small numeric helpers shared by the converters ---------------------------

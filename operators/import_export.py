@@ -262,7 +262,10 @@ def import_path(context, family: registry.Family, path: str, options, progress: 
 
     importer = family.importer
     with rollback_on_error():
-        scene = importer.load(path, options)
+        try:
+            scene = importer.load(path, options)
+        except FormatError as e:
+            raise _wrong_kind(family, path) or e from e
         scene.source = path
         if progress:
             progress.step()
@@ -280,6 +283,25 @@ def import_path(context, family: registry.Family, path: str, options, progress: 
         if progress:
             progress.step()
     return ImportReport(path, result.counts(), scene.warnings, notes)
+
+
+def _wrong_kind(family: registry.Family, path: str) -> FormatError | None:
+    """The error for a file another family recognises: which importer takes it (None: no other does)."""
+    try:
+        header = registry.read_header(path)
+    except OSError:
+        return None
+    found = next((f for f in registry.FAMILIES if f is not family and f.detect(header, path)), None)
+    if found is None:
+        return None
+    name = os.path.basename(path)
+    if found.importer is None:
+        return FormatError(
+            path, None, f"{name} is a {found.label}: the add-on imports these with the models using them"
+        )
+    return FormatError(
+        path, None, f"{name} is a {found.label} file: use File > Import > {found.importer.menu}"
+    )
 
 
 def export_path(context, family: registry.Family, path: str, options) -> ExportReport:

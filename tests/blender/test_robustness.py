@@ -6,16 +6,23 @@ step, as any late error would) must leave every datablock exactly as before: the
 the armature's properties and the scene's frame rate and range.
 """
 
+import struct
+
 import bpy
 import j3d_fixtures as jf
+import numpy as np
 import pytest
 import scene_dump
 import tmrf_fixtures as tf
+import toshi_fixtures as toshi_fx
 from j3d_support import make_armature, material_object
+from retro_models.formats import extras as codec
+from retro_models.formats import scene as sc
 from retro_models.formats.errors import FormatError
 from retro_models.formats.tmrf import convert as tmrf_convert
 from retro_models.formats.tmrf import media
 from retro_models.operators.blender import build, compat, props
+from retro_models.operators.blender.image import extract_image
 from support import data_counts
 
 
@@ -89,3 +96,112 @@ def test_a_failed_tmrf_animation_apply_keeps_the_armature_as_it_was(empty_scene,
     assert props.get_extras(armature.data) == extras
     assert not [a for a in bpy.data.actions if a != held]
     assert not list(compat.action_fcurves(held))
+
+
+# -- what reaches Blender ------------------------------------------------------------------
+
+
+def toshi_files(folder, tmd: bytes, tml: bytes | None = None):
+    (folder / "model.tmd").write_bytes(tmd)
+    (folder / "lib.tkl").write_bytes(toshi_fx.tkl_bytes())
+    (folder / "model.tml").write_bytes(toshi_fx.tml_bytes() if tml is None else tml)
+    return folder / "model.tmd"
+
+
+def test_non_finite_rest_matrices_are_refused_before_anything_is_made(empty_scene, tmp_path):
+    data = toshi_fx.tmd_bytes()
+    second = 136 + 176  # the second node (after the header's 128 bytes, 8 aux bytes, the first node)
+    nan = struct.pack("<f", float("nan"))
+    bad = bytearray(data)
+    bad[second : second + 144] = nan * 36  # its rotation, bind and inverse bind matrices
+    bad[second + 164 : second + 176] = nan * 3  # its translation
+    path = toshi_files(tmp_path, bytes(bad))
+    before = data_counts()
+    with pytest.raises(RuntimeError) as error:
+        bpy.ops.import_scene.toshi_tmd(filepath=str(path))
+    message = str(error.value)
+    assert "model.tmd" in message and "rest matrices" in message and "non-finite" in message, message
+    assert data_counts() == before
+
+
+def test_a_texture_without_texels_imports_as_a_placeholder_and_exports_the_same(empty_scene, tmp_path):
+    tml = bytearray(toshi_fx.tml_bytes())
+    struct.pack_into("<H", tml, 12 + 18, 0)  # the first texture 0 texels wide
+    path = toshi_files(tmp_path, toshi_fx.tmd_bytes(), bytes(tml))
+    assert bpy.ops.import_scene.toshi_tmd(filepath=str(path)) == {"FINISHED"}
+    image = bpy.data.images["texture_1"]
+    assert tuple(image.size) == (1, 1) and codec.decode(image[props.UNDECODED]) == [0, 1]
+    assert extract_image(image).pixels is None and extract_image(image).width == 0
+
+
+def test_non_finite_positions_and_keys_are_refused_and_normals_are_cleaned(empty_scene):
+    triangle = np.eye(3, dtype=np.float32)
+    skeleton = sc.Skeleton("rig", ["root"], np.array([-1], np.int32), np.eye(4)[None])
+    bad_position = sc.Mesh(
+        "tri", np.where(np.eye(3) > 0, np.nan, 0).astype(np.float32), np.array([[0, 1, 2]])
+    )
+    key = sc.Channel("bone", "root", "location", np.array([0.0, 5.0]), np.array([[0, 0, 0], [np.inf, 0, 0]]))
+    late = sc.Channel("bone", "root", "scale", np.array([0.0, 2e6]), np.ones((2, 3)))
+    cases = {
+        "mesh 'tri': positions: 3 non-finite": sc.Scene("a", meshes=[bad_position]),
+        "location: key values: 1 non-finite": sc.Scene(
+            "b", skeletons=[skeleton], animations=[sc.Animation("walk", [key], skeleton=0)]
+        ),
+        "key times must be finite and within": sc.Scene(
+            "c", skeletons=[skeleton], animations=[sc.Animation("walk", [late], skeleton=0)]
+        ),
+        "frame rate inf": sc.Scene("d", animations=[sc.Animation("walk", fps=float("inf"))]),
+    }
+    for problem, scene in cases.items():
+        before = data_counts()
+        with pytest.raises(FormatError, match=problem):
+            build.build_scene(scene, bpy.context)
+        assert data_counts() == before, problem
+    normals = np.array([[0, 0, 1], [np.nan, 0, 1], [0, np.inf, 1]], np.float32)
+    scene = sc.Scene("e", meshes=[sc.Mesh("tri", triangle, np.array([[0, 1, 2]]), sc.Layer("n", normals))])
+    result = build.build_scene(scene, bpy.context)
+    assert scene.warnings == ["mesh 'tri': normals 'n': 2 non-finite values set to 0"]
+    assert np.isfinite(scene.meshes[0].normals.data).all() and result.objects
+
+
+# -- messages ------------------------------------------------------------------------------
+
+
+def import_error(operator, path) -> str:
+    before = data_counts()
+    with pytest.raises(RuntimeError) as error:
+        operator(filepath=str(path))
+    assert data_counts() == before
+    return str(error.value)
+
+
+def test_a_file_of_another_kind_names_the_importer_that_takes_it(empty_scene, tmp_path):
+    (tmp_path / "ba.bdl").write_bytes(jf.j3d(b"J3D2", b"bdl4", [jf.pad(32)]))
+    message = import_error(bpy.ops.import_scene.j3d_animation, tmp_path / "ba.bdl")
+    assert "ba.bdl is a J3D model" in message and "offset" not in message, message
+    (tmp_path / "model.tmd").write_bytes(toshi_fx.tmd_bytes())
+    message = import_error(bpy.ops.import_scene.tertius_tmrf, tmp_path / "model.tmd")
+    assert "model.tmd is a Toshi / JPOG model file: use File > Import > Toshi / JPOG model (.tmd)" in message
+
+
+def test_a_corrupt_material_library_is_called_corrupt(empty_scene, tmp_path):
+    path = toshi_files(tmp_path, toshi_fx.tmd_bytes(), toshi_fx.tml_bytes()[:40])
+    message = import_error(bpy.ops.import_scene.toshi_tmd, path)
+    assert "model.tml: at offset" in message and "the material library is corrupt" in message, message
+    # Found by its materials instead of its name: a warning, and the model imports without it.
+    (tmp_path / "model.tml").rename(tmp_path / "other.tml")
+    from retro_models.formats.toshi import files
+
+    scene = files.load(str(path), files.ImportOptions())
+    assert "corrupt: other.tml: expected 2 × texture" in scene.warnings[0], scene.warnings
+
+
+def test_a_failed_export_names_the_users_path_and_leaves_no_file(empty_scene, tmp_path, capfd):
+    material_object(bpy.context, {"m1": 1, "m2": 1})
+    (tmp_path / "a.brk").write_bytes(jf.brk_bytes())
+    assert bpy.ops.import_scene.j3d_animation(filepath=str(tmp_path / "a.brk")) == {"FINISHED"}
+    target = tmp_path / "missing" / "out.brk"
+    with pytest.raises(RuntimeError) as error:
+        bpy.ops.export_scene.j3d_animation(filepath=str(target))
+    assert str(target) in str(error.value) and ".tmp" not in str(error.value), error.value
+    assert not (tmp_path / "missing").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["a.brk"]
