@@ -256,6 +256,7 @@ class Scene:
 
 LAST_FRAME = 1048574  # Blender's last frame (MAXFRAME): key times and ranges stay within ±it
 MAX_FPS = 32767  # Blender's highest frame rate
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def validate(scene: Scene, filename: str = "") -> None:
@@ -269,9 +270,12 @@ def validate(scene: Scene, filename: str = "") -> None:
     filename = filename or scene.source or scene.name or "<scene>"
 
     def refuse(values, what: str) -> None:
-        bad = np.size(values) - np.count_nonzero(np.isfinite(values))
+        # Blender stores single floats: a double beyond their range would become infinite there.
+        bad = np.size(values) - np.count_nonzero(np.abs(np.asarray(values, np.float64)) <= FLOAT32_MAX)
         if bad:
-            raise FormatError(filename, None, f"{what}: {bad} non-finite values (NaN or infinity)")
+            raise FormatError(
+                filename, None, f"{what}: {bad} non-finite values (NaN, infinity or beyond float32)"
+            )
 
     def tolerate(data, what: str):
         """``data`` with its non-finite values 0 (and a warning), or as it is."""
@@ -291,6 +295,14 @@ def validate(scene: Scene, filename: str = "") -> None:
 
     for skeleton in scene.skeletons:
         refuse(skeleton.rest, f"skeleton {skeleton.name!r}: rest matrices")
+        with np.errstate(all="ignore"):
+            scales = np.abs(np.linalg.det(np.asarray(skeleton.rest, np.float64)[:, :3, :3]))
+        flat = np.flatnonzero(~((scales > 0) & (scales <= FLOAT32_MAX)))  # no inverse to pose bones with
+        if len(flat):
+            bone = skeleton.bone_names[flat[0]]
+            raise FormatError(
+                filename, None, f"skeleton {skeleton.name!r}: the rest matrix of bone {bone!r} has no inverse"
+            )
         if skeleton.bone_display is not None:
             refuse(skeleton.bone_display, f"skeleton {skeleton.name!r}: bone display rotation")
     for mesh in scene.meshes:

@@ -265,7 +265,7 @@ def import_path(context, family: registry.Family, path: str, options, progress: 
         try:
             scene = importer.load(path, options)
         except FormatError as e:
-            raise _wrong_kind(family, path) or e from e
+            raise _wrong_kind(family, path, e) or e from e
         scene.source = path
         if progress:
             progress.step()
@@ -285,8 +285,9 @@ def import_path(context, family: registry.Family, path: str, options, progress: 
     return ImportReport(path, result.counts(), scene.warnings, notes)
 
 
-def _wrong_kind(family: registry.Family, path: str) -> FormatError | None:
-    """The error for a file another family recognises: which importer takes it (None: no other does)."""
+def _wrong_kind(family: registry.Family, path: str, error: FormatError) -> FormatError | None:
+    """The error for a file another family recognises: which importer takes it (None: no other does),
+    at the offset where the family's reader stopped."""
     try:
         header = registry.read_header(path)
     except OSError:
@@ -297,10 +298,12 @@ def _wrong_kind(family: registry.Family, path: str) -> FormatError | None:
     name = os.path.basename(path)
     if found.importer is None:
         return FormatError(
-            path, None, f"{name} is a {found.label}: the add-on imports these with the models using them"
+            path,
+            error.offset,
+            f"{name} is a {found.label}: the add-on imports these with the models using them",
         )
     return FormatError(
-        path, None, f"{name} is a {found.label} file: use File > Import > {found.importer.menu}"
+        path, error.offset, f"{name} is a {found.label} file: use File > Import > {found.importer.menu}"
     )
 
 

@@ -162,8 +162,10 @@ def replace_animations(scene: Scene, armature_obj) -> BuildResult:
     validate(scene)
     record = props.import_record([armature_obj])
     old_groups = set(props.to_python(armature_obj.data.get(props.ANIMATIONS, [])))
-    for action in [a for a in bpy.data.actions if getattr(read_record(a), "group", None) in old_groups]:
-        bpy.data.actions.remove(action)
+    # The old actions go once the new ones are built (a failure keeps them); their names are free already.
+    old_actions = [a for a in bpy.data.actions if getattr(read_record(a), "group", None) in old_groups]
+    for action in old_actions:
+        action.name = f"{action.name} (replaced)"
     result = BuildResult(record or armature_obj.users_collection[0], armatures=[armature_obj])
     scene = dataclasses.replace(scene, meshes=[], materials=[], images=[])  # bone channels only
     rigs = [rig(armature_obj, s, bone_maps(s)) for s in scene.skeletons[:1]]
@@ -171,6 +173,8 @@ def replace_animations(scene: Scene, armature_obj) -> BuildResult:
         build_animation(scene, animation, i, rigs, result, assign=i == 0)
         for i, animation in enumerate(scene.animations)
     ]
+    for action in old_actions:
+        bpy.data.actions.remove(action)
     armature_obj.data[props.ANIMATIONS] = groups
     if record is not None:
         info = props.to_python(record[props.SCENE])

@@ -141,6 +141,9 @@ def test_non_finite_positions_and_keys_are_refused_and_normals_are_cleaned(empty
         "tri", np.where(np.eye(3) > 0, np.nan, 0).astype(np.float32), np.array([[0, 1, 2]])
     )
     key = sc.Channel("bone", "root", "location", np.array([0.0, 5.0]), np.array([[0, 0, 0], [np.inf, 0, 0]]))
+    flat_rest = np.array([np.eye(4), np.diag([1.0, 0.0, 1.0, 1.0])])  # a bone scaled to nothing
+    huge_rest = np.array([np.eye(4), np.eye(4)])
+    huge_rest[1, 0, 3] = 1e300  # finite, but not as a float
     late = sc.Channel("bone", "root", "scale", np.array([0.0, 2e6]), np.ones((2, 3)))
     cases = {
         "mesh 'tri': positions: 3 non-finite": sc.Scene("a", meshes=[bad_position]),
@@ -151,6 +154,12 @@ def test_non_finite_positions_and_keys_are_refused_and_normals_are_cleaned(empty
             "c", skeletons=[skeleton], animations=[sc.Animation("walk", [late], skeleton=0)]
         ),
         "frame rate inf": sc.Scene("d", animations=[sc.Animation("walk", fps=float("inf"))]),
+        "the rest matrix of bone 'flat' has no inverse": sc.Scene(
+            "f", skeletons=[sc.Skeleton("rig", ["root", "flat"], np.array([-1, 0]), flat_rest)]
+        ),
+        "rest matrices: 1 non-finite": sc.Scene(
+            "g", skeletons=[sc.Skeleton("rig", ["root", "flat"], np.array([-1, 0]), huge_rest)]
+        ),
     }
     for problem, scene in cases.items():
         before = data_counts()
@@ -205,3 +214,18 @@ def test_a_failed_export_names_the_users_path_and_leaves_no_file(empty_scene, tm
         bpy.ops.export_scene.j3d_animation(filepath=str(target))
     assert str(target) in str(error.value) and ".tmp" not in str(error.value), error.value
     assert not (tmp_path / "missing").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["a.brk"]
+
+
+def test_a_btk_with_fields_past_32_bits_imports_and_exports_the_same(empty_scene, tmp_path):
+    """Three Sunshine BTKs hold such values; ID properties cannot, the extras codec keeps them."""
+    data = bytearray(jf.btk_bytes())
+    ttk1 = data.index(b"TTK1")
+    struct.pack_into(">I", data, ttk1 + 0x5C, 0xFFFFFFF0)  # the calculation type
+    struct.pack_into(">2I", data, ttk1 + 0x34, 0x80000000, 0xFFFFFFFF)  # the "post" offsets
+    (tmp_path / "big.btk").write_bytes(bytes(data))
+    material_object(bpy.context, {"mat": 2})
+    assert bpy.ops.import_scene.j3d_animation(filepath=str(tmp_path / "big.btk")) == {"FINISHED"}
+    action = bpy.data.materials["mat"].node_tree.animation_data.action
+    assert props.get_extras(action)["calculation"] == 0xFFFFFFF0
+    assert bpy.ops.export_scene.j3d_animation(filepath=str(tmp_path / "out.btk")) == {"FINISHED"}
+    assert (tmp_path / "out.btk").read_bytes() == bytes(data)
