@@ -229,3 +229,16 @@ def test_a_btk_with_fields_past_32_bits_imports_and_exports_the_same(empty_scene
     assert props.get_extras(action)["calculation"] == 0xFFFFFFF0
     assert bpy.ops.export_scene.j3d_animation(filepath=str(tmp_path / "out.btk")) == {"FINISHED"}
     assert (tmp_path / "out.btk").read_bytes() == bytes(data)
+
+
+def test_keys_far_apart_add_a_bounded_number_of_slerp_frames():
+    from retro_models.formats import curves
+
+    quats = np.array([[1.0, 0, 0, 0], [0.0, 0, 0, 1]])
+    for end, step in ((100.0, 1), (1e6, 62)):
+        times, values, added = curves.slerp_keys(np.array([0.0, end]), quats, 0.01)
+        assert len(added) <= curves.SLERP_BUDGET and np.all(np.diff(added) == step)
+        assert added[0] == 1 and 0 < added[-1] < end and np.all(np.diff(times) > 0)
+        np.testing.assert_allclose(values[1:-1], curves.slerp(np.array([0.0, end]), quats, added), atol=1e-12)
+        kept_times, _ = curves.unslerp_keys(times, values, added)
+        assert list(kept_times) == [0.0, end]
