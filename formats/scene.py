@@ -255,7 +255,7 @@ class Scene:
 # -- what a builder may take -----------------------------------------------------
 
 LAST_FRAME = 1048574  # Blender's last frame (MAXFRAME): key times and ranges stay within ±it
-MAX_FPS = 32767  # Blender's highest frame rate
+MIN_FPS, MAX_FPS = 1e-6, 32767  # Blender's frame rates (a whole rate 1…32767 over a base up to 10⁶)
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -319,8 +319,10 @@ def validate(scene: Scene, filename: str = "") -> None:
         mesh.skin_weights = tolerate(mesh.skin_weights, f"{where}: skin weights")
     for animation in scene.animations:
         where = f"animation {animation.name!r}"
-        if not (np.isfinite(animation.fps) and 0 < animation.fps <= MAX_FPS):
-            raise FormatError(filename, None, f"{where}: frame rate {animation.fps} outside 0…{MAX_FPS}")
+        if not (MIN_FPS <= animation.fps <= MAX_FPS):
+            raise FormatError(
+                filename, None, f"{where}: frame rate {animation.fps} outside {MIN_FPS}…{MAX_FPS}"
+            )
         _within_frames(filename, (animation.frame_start, animation.frame_end), f"{where}: frame range")
         for channel in animation.channels:
             what = f"{where}, {channel.target_kind} {channel.target!r} {channel.path}"

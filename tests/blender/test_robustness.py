@@ -154,6 +154,7 @@ def test_non_finite_positions_and_keys_are_refused_and_normals_are_cleaned(empty
             "c", skeletons=[skeleton], animations=[sc.Animation("walk", [late], skeleton=0)]
         ),
         "frame rate inf": sc.Scene("d", animations=[sc.Animation("walk", fps=float("inf"))]),
+        "frame rate 1e-300": sc.Scene("d", animations=[sc.Animation("walk", fps=1e-300)]),
         "the rest matrix of bone 'flat' has no inverse": sc.Scene(
             "f", skeletons=[sc.Skeleton("rig", ["root", "flat"], np.array([-1, 0]), flat_rest)]
         ),
