@@ -132,6 +132,13 @@ def test_a_texture_without_texels_imports_as_a_placeholder_and_exports_the_same(
     image = bpy.data.images["texture_1"]
     assert tuple(image.size) == (1, 1) and codec.decode(image[props.UNDECODED]) == [0, 1]
     assert extract_image(image).pixels is None and extract_image(image).width == 0
+    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    for obj in bpy.context.view_layer.objects:
+        obj.select_set(obj == armature)
+    bpy.context.view_layer.objects.active = armature
+    (tmp_path / "out").mkdir()
+    assert bpy.ops.export_scene.toshi_tmd(filepath=str(tmp_path / "out" / "model.tmd")) == {"FINISHED"}
+    assert (tmp_path / "out" / "model.tml").read_bytes() == bytes(tml)
 
 
 def test_non_finite_positions_and_keys_are_refused_and_normals_are_cleaned(empty_scene):
