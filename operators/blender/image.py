@@ -18,7 +18,7 @@ from ...formats import extras as codec
 from ...formats.scene import Image
 from . import props
 
-PLACEHOLDER_LIMIT = 4096  # texels of a placeholder's side, whatever size the file claims
+PLACEHOLDER_LIMIT = 1024  # texels of a placeholder's side at most, whatever size the file claims
 
 
 def pixels_hash(pixels: np.ndarray) -> str:

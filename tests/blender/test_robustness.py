@@ -141,6 +141,17 @@ def test_a_texture_without_texels_imports_as_a_placeholder_and_exports_the_same(
     assert (tmp_path / "out" / "model.tml").read_bytes() == bytes(tml)
 
 
+def test_an_undecodable_texture_claiming_a_large_size_gets_a_small_placeholder(empty_scene, tmp_path):
+    """Found by the fuzzer: 80 bytes of TML asked for a 4096×4096 placeholder (256 MiB of floats)."""
+    tml = bytearray(toshi_fx.tml_bytes())
+    struct.pack_into("<2H", tml, 12 + 28 + 8 + 18, 4096, 4096)  # the second texture (format 9)
+    path = toshi_files(tmp_path, toshi_fx.tmd_bytes(), bytes(tml))
+    assert bpy.ops.import_scene.toshi_tmd(filepath=str(path)) == {"FINISHED"}
+    image = bpy.data.images["texture_0"]
+    assert tuple(image.size) == (1024, 1024) and codec.decode(image[props.UNDECODED]) == [4096, 4096]
+    assert (extract_image(image).width, extract_image(image).height) == (4096, 4096)
+
+
 def test_non_finite_positions_and_keys_are_refused_and_normals_are_cleaned(empty_scene):
     triangle = np.eye(3, dtype=np.float32)
     skeleton = sc.Skeleton("rig", ["root"], np.array([-1], np.int32), np.eye(4)[None])
