@@ -257,6 +257,7 @@ class Scene:
 LAST_FRAME = 1048574  # Blender's last frame (MAXFRAME): key times and ranges stay within ±it
 MIN_FPS, MAX_FPS = 1e-6, 32767  # Blender's frame rates (a whole rate 1…32767 over a base up to 10⁶)
 FLOAT32_MAX = float(np.finfo(np.float32).max)
+POSE_LIMIT = 1e30  # what a bone's world matrix may reach, with room for Blender's own products
 
 
 def validate(scene: Scene, filename: str = "") -> None:
@@ -331,6 +332,45 @@ def validate(scene: Scene, filename: str = "") -> None:
                 if handles is not None:
                     refuse(handles, f"{what}: key handles")
             _within_frames(filename, channel.times, f"{what}: key times")
+        _poses_within_floats(scene, animation, filename)
+
+
+def _poses_within_floats(scene: Scene, animation: Animation, filename: str) -> None:
+    """Refuse bone keys whose poses overflow single floats down the chain (scales multiply, and
+    locations add up through them), from a bound of every bone's world matrix over all keys."""
+    skeleton_index = animation.skeleton or 0
+    if skeleton_index >= len(scene.skeletons):
+        return
+    skeleton = scene.skeletons[skeleton_index]
+    index = {name: i for i, name in enumerate(skeleton.bone_names)}
+    local = skeleton.local_rest()
+    scale = np.abs(local[:, :3, :3]).max(axis=(1, 2), initial=0.0)  # entries of the 3×3 part
+    shift = np.abs(local[:, :3, 3]).max(axis=1, initial=0.0)
+    for channel in animation.channels:
+        bone = index.get(channel.target) if channel.target_kind == "bone" else None
+        if bone is None or channel.path not in ("scale", "location"):
+            continue
+        parts = [channel.values] + [
+            h[..., 1] for h in (channel.handles_left, channel.handles_right) if h is not None
+        ]
+        largest = max((float(np.abs(np.asarray(p, np.float64)).max(initial=0.0)) for p in parts), default=0.0)
+        if channel.path == "scale":
+            scale[bone] = max(scale[bone], largest)
+        else:
+            shift[bone] = max(shift[bone], largest)
+    linear, offset = np.zeros(len(skeleton)), np.zeros(len(skeleton))
+    for i in tree_order(skeleton.parents):
+        parent = skeleton.parents[i]
+        parent_linear, parent_offset = (linear[parent], offset[parent]) if parent >= 0 else (1.0, 0.0)
+        linear[i] = parent_linear * 3 * scale[i]  # a rotation's entries are at most 1
+        offset[i] = parent_offset + parent_linear * 3 * shift[i]
+        if not max(linear[i], offset[i]) <= POSE_LIMIT:
+            raise FormatError(
+                filename,
+                None,
+                f"animation {animation.name!r}: the poses of bone {skeleton.bone_names[i]!r} go beyond "
+                "single floats (its keys' scales and locations multiply down the chain)",
+            )
 
 
 def _within_frames(filename: str, times, what: str) -> None:

@@ -152,6 +152,18 @@ def test_an_undecodable_texture_claiming_a_large_size_gets_a_small_placeholder(e
     assert (extract_image(image).width, extract_image(image).height) == (4096, 4096)
 
 
+def test_scales_that_overflow_down_the_chain_are_refused(empty_scene, tmp_path):
+    """Found by the fuzzer: finite BCK scales whose product down the joints is infinite in Blender."""
+    data = bytearray(jf.bck_bytes())
+    bank = data.index(struct.pack(">7f", 1.0, 0.0, 1.0, 0.0, 10.0, 2.0, 0.05))
+    struct.pack_into(">f", data, bank, 7e31)  # the scale every constant scale track uses
+    (tmp_path / "huge.bck").write_bytes(bytes(data))
+    armature = make_armature(bpy.context, 2, rotated=False)
+    message = import_error(bpy.ops.import_scene.j3d_animation, tmp_path / "huge.bck")
+    assert "huge.bck: animation 'huge': the poses of bone" in message and "beyond single floats" in message
+    assert armature.animation_data is None or armature.animation_data.action is None
+
+
 def test_non_finite_positions_and_keys_are_refused_and_normals_are_cleaned(empty_scene):
     triangle = np.eye(3, dtype=np.float32)
     skeleton = sc.Skeleton("rig", ["root"], np.array([-1], np.int32), np.eye(4)[None])
