@@ -344,8 +344,10 @@ def _poses_within_floats(scene: Scene, animation: Animation, filename: str) -> N
     skeleton = scene.skeletons[skeleton_index]
     index = {name: i for i, name in enumerate(skeleton.bone_names)}
     local = skeleton.local_rest()
-    scale = np.abs(local[:, :3, :3]).max(axis=(1, 2), initial=0.0)  # entries of the 3×3 part
-    shift = np.abs(local[:, :3, 3]).max(axis=1, initial=0.0)
+    # Bounds of each bone's local 3×3 part (its largest stretch: the rotation keeps lengths, the
+    # largest scale key stretches most) and of its translation's length.
+    scale = np.linalg.norm(local[:, :3, :3], ord=2, axis=(1, 2)) if len(local) else np.zeros(0)
+    shift = np.linalg.norm(local[:, :3, 3], axis=1)
     for channel in animation.channels:
         bone = index.get(channel.target) if channel.target_kind == "bone" else None
         if bone is None or channel.path not in ("scale", "location"):
@@ -357,13 +359,13 @@ def _poses_within_floats(scene: Scene, animation: Animation, filename: str) -> N
         if channel.path == "scale":
             scale[bone] = max(scale[bone], largest)
         else:
-            shift[bone] = max(shift[bone], largest)
+            shift[bone] = max(shift[bone], np.sqrt(3) * largest)
     linear, offset = np.zeros(len(skeleton)), np.zeros(len(skeleton))
     for i in tree_order(skeleton.parents):
         parent = skeleton.parents[i]
         parent_linear, parent_offset = (linear[parent], offset[parent]) if parent >= 0 else (1.0, 0.0)
-        linear[i] = parent_linear * 3 * scale[i]  # a rotation's entries are at most 1
-        offset[i] = parent_offset + parent_linear * 3 * shift[i]
+        linear[i] = parent_linear * scale[i]
+        offset[i] = parent_offset + parent_linear * shift[i]
         if not max(linear[i], offset[i]) <= POSE_LIMIT:
             raise FormatError(
                 filename,

@@ -23,7 +23,7 @@ from retro_models.formats.tmrf import convert as tmrf_convert
 from retro_models.formats.tmrf import media
 from retro_models.operators.blender import build, compat, props
 from retro_models.operators.blender.image import extract_image
-from support import data_counts
+from support import corpus_files, data_counts
 
 
 def fail_at_the_end(monkeypatch):
@@ -273,3 +273,12 @@ def test_keys_far_apart_add_a_bounded_number_of_slerp_frames():
         np.testing.assert_allclose(values[1:-1], curves.slerp(np.array([0.0, end]), quats, added), atol=1e-12)
         kept_times, _ = curves.unslerp_keys(times, values, added)
         assert list(kept_times) == [0.0, end]
+
+
+@pytest.mark.parametrize("path", corpus_files("j3d*/*.bck"), ids=lambda p: p.name)
+def test_real_joint_animations_pass_the_pose_bound(empty_scene, path):
+    """Deep chains of real joints (58 in dead.bck) stay far inside the bound on their poses."""
+    from retro_models.formats.j3d import bck
+
+    make_armature(bpy.context, bck.read(path.read_bytes(), str(path)).joint_count, rotated=False)
+    assert bpy.ops.import_scene.j3d_animation(filepath=str(path)) == {"FINISHED"}
