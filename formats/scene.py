@@ -328,6 +328,8 @@ def validate(scene: Scene, filename: str = "") -> None:
         for channel in animation.channels:
             what = f"{where}, {channel.target_kind} {channel.target!r} {channel.path}"
             refuse(channel.values, f"{what}: key values")
+            if TEXTURE_CENTER in channel.extras:  # the builder's Mapping nodes are keyed about it
+                refuse(channel.extras[TEXTURE_CENTER], f"{what}: texture centre")
             for handles in (channel.handles_left, channel.handles_right):
                 if handles is not None:
                     refuse(handles, f"{what}: key handles")

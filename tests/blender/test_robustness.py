@@ -164,6 +164,19 @@ def test_scales_that_overflow_down_the_chain_are_refused(empty_scene, tmp_path):
     assert armature.animation_data is None or armature.animation_data.action is None
 
 
+def test_a_non_finite_texture_centre_is_refused(empty_scene, tmp_path):
+    """Found by the fuzzer: a BTK centre of NaN made every key of its Mapping node NaN."""
+    data = bytearray(jf.btk_bytes())
+    struct.pack_into(">f", data, data.index(struct.pack(">3f", 0.5, 0.5, 0.0)) + 4, float("nan"))
+    (tmp_path / "centre.btk").write_bytes(bytes(data))
+    material_object(bpy.context, {"mat": 2})
+    message = import_error(bpy.ops.import_scene.j3d_animation, tmp_path / "centre.btk")
+    assert (
+        "centre.btk: animation 'centre', material 'mat' texture.1" in message and "texture centre" in message
+    )
+    assert bpy.data.materials["mat"].node_tree.animation_data is None
+
+
 def test_non_finite_positions_and_keys_are_refused_and_normals_are_cleaned(empty_scene):
     triangle = np.eye(3, dtype=np.float32)
     skeleton = sc.Skeleton("rig", ["root"], np.array([-1], np.int32), np.eye(4)[None])
