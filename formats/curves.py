@@ -137,6 +137,7 @@ def continuity_signs(quats: np.ndarray) -> np.ndarray:
 # and how far such a key may be from the slerp on export and still be taken off.
 SLERP_TOLERANCE = 1e-6
 SLERP_KEY_TOLERANCE = 1e-5
+SLERP_BUDGET = 1 << 14  # frames slerp_keys may add to one channel (keys far apart: every n-th frame)
 
 
 def key_segments(key_times: np.ndarray, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -179,7 +180,7 @@ def slerp_keys(times, quats, min_gap):
     """LINEAR quaternion keys (K,), (K, 4) plus the slerp at every whole frame between two keys (at least
     ``min_gap`` from both: F-curves merge closer keys) where a per-component curve would leave it.
 
-    F-curves interpolate each component (Blender then normalises): that agrees with the slerp at keys
+    Past SLERP_BUDGET such frames, every n-th frame instead. F-curves interpolate each component (Blender then normalises): that agrees with the slerp at keys
     and halfway, and drifts apart elsewhere as the angle between keys grows; it is measured a quarter
     of the way. Returns (times, quats, the added frames) for ``unslerp_keys``.
     """
@@ -201,8 +202,11 @@ def slerp_keys(times, quats, min_gap):
     if not len(segments):
         return times, quats, none
     counts = counts[segments]
-    starts = np.repeat(first[segments] - np.cumsum(counts) + counts, counts)
-    added = starts + np.arange(counts.sum())
+    # Keys far apart get the slerp every ``step`` frames, so that one channel adds at most SLERP_BUDGET.
+    step = max(int(np.ceil(counts.sum() / SLERP_BUDGET)), 1)
+    counts = -(-counts // step)
+    starts = np.repeat(first[segments] - step * (np.cumsum(counts) - counts), counts)
+    added = starts + step * np.arange(counts.sum())
     all_times = np.concatenate([times, added])
     order = np.argsort(all_times, kind="stable")
     return all_times[order], np.concatenate([quats, slerp(times, quats, added)])[order], added

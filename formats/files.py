@@ -38,6 +38,7 @@ def write_files(files: dict[str, bytes]) -> list[str]:
     temporary: list[str] = []
     moved: list[str] = []  # old files moved aside, restored on failure
     placed: list[str] = []
+    path = ""
     try:
         for path, data in files.items():
             temporary.append(path + suffix)
@@ -49,11 +50,14 @@ def write_files(files: dict[str, bytes]) -> list[str]:
                 moved.append(path)
             os.replace(path + suffix, path)
             placed.append(path)
-    except BaseException:
-        for path in placed:
-            os.remove(path)
-        for path in moved:
-            os.replace(path + ".old" + suffix, path)
+    except BaseException as e:
+        for placed_path in placed:
+            os.remove(placed_path)
+        for moved_path in moved:
+            os.replace(moved_path + ".old" + suffix, moved_path)
+        if isinstance(e, OSError) and e.errno is not None:
+            # The user's path, not the temporary name the step used.
+            raise type(e)(e.errno, e.strerror, path) from e
         raise
     finally:
         for temp in temporary:

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .errors import FormatError
+
 Extras = dict
 
 
@@ -258,6 +260,137 @@ class Scene:
     warnings: list[str] = field(default_factory=list)  # for the import report
     extras: Extras = field(default_factory=dict)
     source: str = ""  # the file the scene was read from (kept with the import for re-reading and export)
+
+
+# -- what a builder may take -----------------------------------------------------
+
+LAST_FRAME = 1048574  # Blender's last frame (MAXFRAME): key times and ranges stay within ±it
+MIN_FPS, MAX_FPS = 1e-6, 32767  # Blender's frame rates (a whole rate 1…32767 over a base up to 10⁶)
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+POSE_LIMIT = 1e30  # what a bone's world matrix may reach, with room for Blender's own products
+
+
+def validate(scene: Scene, filename: str = "") -> None:
+    """Check what a builder will put into Blender, before it touches anything.
+
+    Positions, rest and object matrices, shape keys and animation keys must be finite (a
+    FormatError names the file and the field); so must frame rates and times, within what
+    Blender holds. Normals, UVs, colours, tangents and skin weights, which a game draws anyway,
+    have non-finite values replaced by 0 with a warning giving the count.
+    """
+    filename = filename or scene.source or scene.name or "<scene>"
+
+    def refuse(values, what: str) -> None:
+        # Blender stores single floats: a double beyond their range would become infinite there.
+        bad = np.size(values) - np.count_nonzero(np.abs(np.asarray(values, np.float64)) <= FLOAT32_MAX)
+        if bad:
+            raise FormatError(
+                filename, None, f"{what}: {bad} non-finite values (NaN, infinity or beyond float32)"
+            )
+
+    def tolerate(data, what: str):
+        """``data`` with its non-finite values 0 (and a warning), or as it is."""
+        if data is None or not np.issubdtype(np.asarray(data).dtype, np.floating):
+            return data
+        finite = np.isfinite(data)
+        if finite.all():
+            return data
+        scene.warnings.append(f"{what}: {finite.size - np.count_nonzero(finite)} non-finite values set to 0")
+        return np.where(finite, data, 0).astype(np.asarray(data).dtype)
+
+    def tolerate_layer(layer: Layer | None, what: str) -> Layer | None:
+        if layer is None:
+            return None
+        data = tolerate(layer.data, f"{what} {layer.name!r}")
+        return layer if data is layer.data else replace(layer, data=data)
+
+    for skeleton in scene.skeletons:
+        refuse(skeleton.rest, f"skeleton {skeleton.name!r}: rest matrices")
+        with np.errstate(all="ignore"):
+            scales = np.abs(np.linalg.det(np.asarray(skeleton.rest, np.float64)[:, :3, :3]))
+        flat = np.flatnonzero(~((scales > 0) & (scales <= FLOAT32_MAX)))  # no inverse to pose bones with
+        if len(flat):
+            bone = skeleton.bone_names[flat[0]]
+            raise FormatError(
+                filename, None, f"skeleton {skeleton.name!r}: the rest matrix of bone {bone!r} has no inverse"
+            )
+        if skeleton.bone_display is not None:
+            refuse(skeleton.bone_display, f"skeleton {skeleton.name!r}: bone display rotation")
+    for mesh in scene.meshes:
+        where = f"mesh {mesh.name!r}"
+        refuse(mesh.positions, f"{where}: positions")
+        if mesh.matrix is not None:
+            refuse(mesh.matrix, f"{where}: object matrix")
+        for key in mesh.shape_keys:
+            refuse(key.positions, f"{where}: shape key {key.name!r}")
+        mesh.normals = tolerate_layer(mesh.normals, f"{where}: normals")
+        mesh.tangents = tolerate_layer(mesh.tangents, f"{where}: tangents")
+        mesh.uv_layers = [tolerate_layer(layer, f"{where}: UV layer") for layer in mesh.uv_layers]
+        mesh.color_layers = [tolerate_layer(layer, f"{where}: colour layer") for layer in mesh.color_layers]
+        mesh.skin_weights = tolerate(mesh.skin_weights, f"{where}: skin weights")
+    for animation in scene.animations:
+        where = f"animation {animation.name!r}"
+        if not (MIN_FPS <= animation.fps <= MAX_FPS):
+            raise FormatError(
+                filename, None, f"{where}: frame rate {animation.fps} outside {MIN_FPS}…{MAX_FPS}"
+            )
+        _within_frames(filename, (animation.frame_start, animation.frame_end), f"{where}: frame range")
+        for channel in animation.channels:
+            what = f"{where}, {channel.target_kind} {channel.target!r} {channel.path}"
+            refuse(channel.values, f"{what}: key values")
+            if TEXTURE_CENTER in channel.extras:  # the builder's Mapping nodes are keyed about it
+                refuse(channel.extras[TEXTURE_CENTER], f"{what}: texture centre")
+            for handles in (channel.handles_left, channel.handles_right):
+                if handles is not None:
+                    refuse(handles, f"{what}: key handles")
+            _within_frames(filename, channel.times, f"{what}: key times")
+        _poses_within_floats(scene, animation, filename)
+
+
+def _poses_within_floats(scene: Scene, animation: Animation, filename: str) -> None:
+    """Refuse bone keys whose poses overflow single floats down the chain (scales multiply, and
+    locations add up through them), from a bound of every bone's world matrix over all keys."""
+    skeleton_index = animation.skeleton or 0
+    if skeleton_index >= len(scene.skeletons):
+        return
+    skeleton = scene.skeletons[skeleton_index]
+    index = {name: i for i, name in enumerate(skeleton.bone_names)}
+    local = skeleton.local_rest()
+    # Bounds of each bone's local 3×3 part (its largest stretch: the rotation keeps lengths, the
+    # largest scale key stretches most) and of its translation's length.
+    scale = np.linalg.norm(local[:, :3, :3], ord=2, axis=(1, 2)) if len(local) else np.zeros(0)
+    shift = np.linalg.norm(local[:, :3, 3], axis=1)
+    for channel in animation.channels:
+        bone = index.get(channel.target) if channel.target_kind == "bone" else None
+        if bone is None or channel.path not in ("scale", "location"):
+            continue
+        parts = [channel.values] + [
+            h[..., 1] for h in (channel.handles_left, channel.handles_right) if h is not None
+        ]
+        largest = max((float(np.abs(np.asarray(p, np.float64)).max(initial=0.0)) for p in parts), default=0.0)
+        if channel.path == "scale":
+            scale[bone] = max(scale[bone], largest)
+        else:
+            shift[bone] = max(shift[bone], np.sqrt(3) * largest)
+    linear, offset = np.zeros(len(skeleton)), np.zeros(len(skeleton))
+    for i in tree_order(skeleton.parents):
+        parent = skeleton.parents[i]
+        parent_linear, parent_offset = (linear[parent], offset[parent]) if parent >= 0 else (1.0, 0.0)
+        linear[i] = parent_linear * scale[i]
+        offset[i] = parent_offset + parent_linear * shift[i]
+        if not max(linear[i], offset[i]) <= POSE_LIMIT:
+            raise FormatError(
+                filename,
+                None,
+                f"animation {animation.name!r}: the poses of bone {skeleton.bone_names[i]!r} go beyond "
+                "single floats (its keys' scales and locations multiply down the chain)",
+            )
+
+
+def _within_frames(filename: str, times, what: str) -> None:
+    times = np.asarray(times, np.float64)
+    if times.size and not (np.isfinite(times).all() and np.abs(times).max() <= LAST_FRAME):
+        raise FormatError(filename, None, f"{what} must be finite and within ±{LAST_FRAME} frames")
 
 
 # -- small numeric helpers shared by the converters ---------------------------

@@ -43,7 +43,8 @@ from ..formats.errors import ExportError, FormatError, RetroError
 from ..formats.options import AXIS_FIELDS, describe, make
 from .batch import counts_text
 
-# Datablock collections an import may add to; rolled back together on failure.
+# Datablock collections an import may add to (rolled back together on failure) and whose existing
+# datablocks it may change (restored as they were).
 _ID_COLLECTIONS = (
     "objects",
     "meshes",
@@ -54,6 +55,7 @@ _ID_COLLECTIONS = (
     "collections",
     "node_groups",
     "shape_keys",
+    "scenes",
 )
 
 
@@ -61,10 +63,126 @@ def _snapshot() -> dict[str, set[int]]:
     return {name: {id_.as_pointer() for id_ in getattr(bpy.data, name)} for name in _ID_COLLECTIONS}
 
 
+def _properties(owner) -> dict:
+    """The owner's custom properties as plain Python (a copy that later edits leave alone)."""
+    from .blender.props import to_python
+
+    return {key: to_python(value) for key, value in owner.items()}
+
+
+def _put_properties(owner, before: dict) -> None:
+    from .blender.props import to_python
+
+    for key in [k for k in owner.keys() if k not in before]:
+        del owner[key]
+    for key, value in before.items():
+        if key not in owner or to_python(owner[key]) != value:
+            owner[key] = value
+
+
+class _ExistingData:
+    """What an import or apply may change in the datablocks that exist before it: names, custom
+    properties, assigned actions, pose-bone rotation modes, material node trees (nodes, links and
+    their properties) and the scenes' frame rate and range. ``restore`` puts all of it back."""
+
+    def __init__(self):
+        self.ids = []
+        self.trees = []
+        self.pose_bones = []
+        self.scenes = []
+        for name in _ID_COLLECTIONS:
+            for id_ in getattr(bpy.data, name):
+                self._capture(id_)
+                tree = getattr(id_, "node_tree", None) if name == "materials" else None
+                if tree is not None:
+                    self._capture(tree, id_)
+                    self.trees.append((id_.as_pointer(), *self._tree(tree)))
+        for obj in bpy.data.objects:
+            if obj.pose is not None:
+                for bone in obj.pose.bones:
+                    self.pose_bones.append((obj.as_pointer(), bone, bone.rotation_mode, _properties(bone)))
+        for scene in bpy.data.scenes:
+            render = scene.render
+            self.scenes.append((scene, render.fps, render.fps_base, scene.frame_start, scene.frame_end))
+
+    def _capture(self, id_, owner=None) -> None:
+        """``owner``: the datablock an embedded one (a material's node tree) lives and dies with."""
+        animation = getattr(id_, "animation_data", None)
+        action = slot = None
+        if animation is not None:
+            action = animation.action
+            slot = getattr(getattr(animation, "action_slot", None), "identifier", None)
+        self.ids.append(
+            (
+                (owner or id_).as_pointer(),
+                id_,
+                id_.name,
+                _properties(id_),
+                animation is not None,
+                action,
+                slot,
+            )
+        )
+
+    @staticmethod
+    def _tree(tree):
+        nodes = {node.name: _properties(node) for node in tree.nodes}
+        links = {_link_key(link) for link in tree.links}
+        return tree, nodes, links
+
+    def restore(self) -> None:
+        alive = set().union(*_snapshot().values())  # an apply may have removed what it replaced
+        for owner, id_, name, properties, animated, action, slot in self.ids:
+            if owner not in alive:
+                continue
+            if id_.name != name:
+                id_.name = name
+            _put_properties(id_, properties)
+            if not hasattr(id_, "animation_data"):
+                continue
+            if not animated:
+                if id_.animation_data is not None:
+                    id_.animation_data_clear()
+                continue
+            if id_.animation_data.action != action:
+                id_.animation_data.action = action
+            if slot is not None and action is not None:
+                id_.animation_data.action_slot = next(s for s in action.slots if s.identifier == slot)
+        for owner, tree, nodes, links in self.trees:
+            if owner not in alive:
+                continue
+            for node in [n for n in tree.nodes if n.name not in nodes]:
+                tree.nodes.remove(node)
+            for link in [k for k in tree.links if _link_key(k) not in links]:
+                tree.links.remove(link)
+            for from_node, from_socket, to_node, to_socket in links - {_link_key(k) for k in tree.links}:
+                outputs, inputs = tree.nodes[from_node].outputs, tree.nodes[to_node].inputs
+                tree.links.new(
+                    next(s for s in outputs if s.identifier == from_socket),
+                    next(s for s in inputs if s.identifier == to_socket),
+                )
+            for node in tree.nodes:
+                _put_properties(node, nodes[node.name])
+        for owner, bone, mode, properties in self.pose_bones:
+            if owner not in alive:
+                continue
+            bone.rotation_mode = mode
+            _put_properties(bone, properties)
+        for scene, fps, fps_base, start, end in self.scenes:
+            scene.render.fps, scene.render.fps_base = fps, fps_base
+            scene.frame_start, scene.frame_end = start, end
+
+
+def _link_key(link) -> tuple[str, str, str, str]:
+    return link.from_node.name, link.from_socket.identifier, link.to_node.name, link.to_socket.identifier
+
+
 @contextmanager
 def rollback_on_error() -> Iterator[None]:
-    """Remove every datablock created inside the block if it raises, then re-raise."""
+    """If the block raises: remove every datablock created inside it, put back what it changed in
+    the existing ones (``_ExistingData``), then re-raise."""
     before = _snapshot()
+    existing = _ExistingData()
     try:
         yield
     except BaseException:
@@ -74,6 +192,7 @@ def rollback_on_error() -> Iterator[None]:
             data = getattr(bpy.data, name)
             for id_ in [i for i in data if i.as_pointer() not in before[name]]:
                 data.remove(id_)
+        existing.restore()
         raise
 
 
@@ -157,7 +276,10 @@ def import_path(context, family: registry.Family, path: str, options, progress: 
     with rollback_on_error():
         if progress:
             progress.status(f"Importing {os.path.basename(path)}")
-        scene = importer.load(path, options)
+        try:
+            scene = importer.load(path, options)
+        except FormatError as e:
+            raise _wrong_kind(family, path, e) or e from e
         scene.source = path
         if progress:
             progress.step()
@@ -178,6 +300,28 @@ def import_path(context, family: registry.Family, path: str, options, progress: 
         if progress:
             progress.step()
     return ImportReport(path, result.counts(), scene.warnings, notes)
+
+
+def _wrong_kind(family: registry.Family, path: str, error: FormatError) -> FormatError | None:
+    """The error for a file another family recognises: which importer takes it (None: no other does),
+    at the offset where the family's reader stopped."""
+    try:
+        header = registry.read_header(path)
+    except OSError:
+        return None
+    found = next((f for f in registry.FAMILIES if f is not family and f.detect(header, path)), None)
+    if found is None:
+        return None
+    name = os.path.basename(path)
+    if found.importer is None:
+        return FormatError(
+            path,
+            error.offset,
+            f"{name} is a {found.label}: the add-on imports these with the models using them",
+        )
+    return FormatError(
+        path, error.offset, f"{name} is a {found.label} file: use File > Import > {found.importer.menu}"
+    )
 
 
 def export_path(context, family: registry.Family, path: str, options, progress: Progress | None = None):

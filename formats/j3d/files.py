@@ -19,7 +19,7 @@ from ..errors import ExportError, FormatError
 from ..files import read_bytes, write_files
 from ..options import Panel, option, oriented
 from ..scene import Image, Scene
-from . import apply, bck, bmt, bpk, brk, btk, btp, convert, material_set, model, model_convert
+from . import apply, bck, bmt, bpk, brk, btk, btp, container, convert, material_set, model, model_convert
 
 READERS = {".bck": bck, ".btk": btk, ".brk": brk, ".bpk": bpk, ".btp": btp}
 EXTENSIONS = (*READERS, ".bmt")
@@ -63,6 +63,13 @@ def load(path: str, options: ImportOptions) -> Scene:
     if extension == ".bmt":
         return material_set.bmt_to_scene(bmt.read(data, path), name, path)
     if extension not in READERS:
+        if data[:4] == container.MODEL_MAGIC:
+            raise FormatError(
+                path,
+                None,
+                f"{os.path.basename(path)} is a J3D model, not a J3D animation or material set: this "
+                "importer applies those; a model's textures reach a BTP through its Textures File option",
+            )
         raise FormatError(path, 0, f"not a J3D animation or material set ({', '.join(EXTENSIONS)})")
     model = READERS[extension].read(data, path)
     if extension == ".bck":

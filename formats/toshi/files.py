@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ExportError
+from ..errors import ExportError, FormatError
 from ..files import files_in, read_bytes, write_files
 from ..options import Included, Panel, animations_option, option, oriented
 from ..scene import Scene
@@ -129,8 +129,11 @@ def find_tkl(tmd_path: str, tkl_name: str) -> str | None:
     return files_in(os.path.dirname(tmd_path), ".tkl").get(f"{tkl_name.lower()}.tkl")
 
 
-def find_tml(tmd_path: str, material_names: set[str]) -> str | None:
-    """A TML with the TMD's stem, else the first TML in the folder defining every material it uses."""
+def find_tml(tmd_path: str, material_names: set[str], corrupt: list[str] | None = None) -> str | None:
+    """A TML with the TMD's stem, else the first TML in the folder defining every material it uses.
+
+    ``corrupt``: gets "name: problem" of each TML of the folder that could not be read.
+    """
     tmls = files_in(os.path.dirname(tmd_path), ".tml")
     stem = os.path.splitext(os.path.basename(tmd_path))[0].lower()
     if f"{stem}.tml" in tmls:
@@ -139,7 +142,9 @@ def find_tml(tmd_path: str, material_names: set[str]) -> str | None:
     for path in sorted(tmls.values()):
         try:
             names = tml.material_names(read_bytes(path), path)
-        except (OSError, ValueError):
+        except (OSError, ValueError) as e:
+            if corrupt is not None:
+                corrupt.append(f"{os.path.basename(path)}: {getattr(e, 'problem', e)}")
             continue
         if wanted <= {n.lower() for n in names}:
             return path
@@ -171,11 +176,18 @@ def load(path: str, options: ImportOptions) -> Scene:
             tkl_model = tkl.read(tkl_bytes, tkl_path)
         else:
             warnings.append(f"keyframe library {model.tkl_name!r}.tkl not found next to the model")
-    tml_path = tml_path or find_tml(path, model.material_names())
+    corrupt: list[str] = []
+    tml_path = tml_path or find_tml(path, model.material_names(), corrupt)
     if tml_path:
-        tml_model = tml.read(read_bytes(tml_path), tml_path)
+        try:
+            tml_model = tml.read(read_bytes(tml_path), tml_path)
+        except FormatError as e:
+            raise FormatError(tml_path, e.offset, f"the material library is corrupt: {e.problem}") from e
     else:
-        warnings.append("no material library (.tml) defining the model's materials was found")
+        warnings.append(
+            "no material library (.tml) defining the model's materials was found"
+            + "".join(f"; corrupt: {c}" for c in corrupt)
+        )
     axis = options.axis()
     scene = convert.to_scene(
         model, tkl_model, tml_model, axis=axis, lods=options.lods, animations=animations, filename=path

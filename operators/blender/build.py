@@ -7,6 +7,8 @@ animation, becomes actions). ``add_animations`` (animations onto an existing arm
 materials), ``replace_animations`` (a model's animations read against another keyframe
 library) and ``replace_materials`` (a material set by name) apply a Scene to existing data.
 
+Each entry first checks the Scene (``formats.scene.validate``: finite positions, matrices and
+keys, times Blender holds) so that bad input fails before any datablock is made or changed.
 Everything goes in in bulk from numpy (``foreach_set``, ``keyframe_points.add``); what Blender
 cannot hold natively is kept in custom properties and attributes (``props``, ``records``) so
 that ``extract.extract_scene`` gives the same Scene back.
@@ -29,7 +31,7 @@ from dataclasses import dataclass, field
 
 import bpy
 
-from ...formats.scene import Material, Scene
+from ...formats.scene import Material, Scene, validate
 from . import props
 from .animation import build_animation, set_scene_frame_rate
 from .armature import bone_maps, build_armature, rig, rotation_modes
@@ -75,6 +77,7 @@ def build_scene(
     animation; ``animatable_mapping`` gives every texture slot a Mapping node
     (else only slots with a transform or a texture animation get one).
     """
+    validate(scene)
     report = progress or (lambda fraction: None)
     if context.view_layer.objects.active and context.view_layer.objects.active.mode != "OBJECT":
         bpy.ops.object.mode_set(mode="OBJECT")
@@ -156,10 +159,13 @@ def replace_animations(scene: Scene, armature_obj) -> BuildResult:
     old actions are removed, the new ones are recorded for export in their place
     and the first is assigned.
     """
+    validate(scene)
     record = props.import_record([armature_obj])
     old_groups = set(props.to_python(armature_obj.data.get(props.ANIMATIONS, [])))
-    for action in [a for a in bpy.data.actions if getattr(read_record(a), "group", None) in old_groups]:
-        bpy.data.actions.remove(action)
+    # The old actions go once the new ones are built (a failure keeps them); their names are free already.
+    old_actions = [a for a in bpy.data.actions if getattr(read_record(a), "group", None) in old_groups]
+    for action in old_actions:
+        action.name = f"{action.name} (replaced)"
     result = BuildResult(record or armature_obj.users_collection[0], armatures=[armature_obj])
     scene = dataclasses.replace(scene, meshes=[], materials=[], images=[])  # bone channels only
     rigs = [rig(armature_obj, s, bone_maps(s)) for s in scene.skeletons[:1]]
@@ -167,6 +173,8 @@ def replace_animations(scene: Scene, armature_obj) -> BuildResult:
         build_animation(scene, animation, i, rigs, result, assign=i == 0)
         for i, animation in enumerate(scene.animations)
     ]
+    for action in old_actions:
+        bpy.data.actions.remove(action)
     armature_obj.data[props.ANIMATIONS] = groups
     if record is not None:
         info = props.to_python(record[props.SCENE])
@@ -186,6 +194,7 @@ def add_animations(
     ``materials`` whose Scene name (``props.scene_name``) they give. The new actions are recorded
     for export and the first is assigned; ``set_frame_rate``: the frame rate and range follow it.
     """
+    validate(scene)
     armature_objs = [armature_obj] if armature_obj is not None else []
     record = props.import_record(armature_objs)
     collection = record or (armature_obj.users_collection[0] if armature_obj else context.scene.collection)
@@ -222,6 +231,7 @@ def replace_materials(scene: Scene, context, materials=()) -> BuildResult:
     A replaced material's users switch to the new one, which takes its name (the old one is
     removed); materials without a match are new. ``BuildResult.materials`` in Scene order.
     """
+    validate(scene)
     result = BuildResult(context.scene.collection)
     result.images = build_images(scene.images)
     result.materials = [build_material(m, result.images, scene.images, set(), False) for m in scene.materials]

@@ -3,8 +3,8 @@
 Built images are packed, their pixels set in bulk (top row first in the Scene, bottom row first
 in Blender). What an image cannot hold goes into custom properties: the encoded bytes from the
 file, their format, a hash of the pixels as built (an unchanged hash tells the extractor that the
-encoded bytes still apply) and, for an image the Scene could not decode, its size (a magenta
-placeholder stands in).
+encoded bytes still apply) and, for an image the Scene could not decode or that has no texels,
+its size (a magenta placeholder stands in).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from ...formats import extras as codec
 from ...formats.scene import Image
 from . import props
 
+PLACEHOLDER_LIMIT = 1024  # texels of a placeholder's side at most, whatever size the file claims
+
 
 def pixels_hash(pixels: np.ndarray) -> str:
     """Hash of (H, W, 4) uint8 pixels, top row first."""
@@ -25,9 +27,10 @@ def pixels_hash(pixels: np.ndarray) -> str:
 
 
 def build_image(image: Image) -> bpy.types.Image:
-    pixels = image.pixels
+    # Blender has no image 0 texels wide or high: such an image is shown as a placeholder too.
+    pixels = image.pixels if image.pixels is not None and image.pixels.size else None
     if pixels is None:
-        height, width = max(image.height, 1), max(image.width, 1)
+        height, width = (min(max(size, 1), PLACEHOLDER_LIMIT) for size in (image.height, image.width))
         pixels = np.broadcast_to(np.array([255, 0, 255, 255], np.uint8), (height, width, 4))
     height, width = pixels.shape[:2]
     blender_image = bpy.data.images.new(image.name, width, height, alpha=True)
@@ -37,8 +40,8 @@ def build_image(image: Image) -> bpy.types.Image:
     blender_image.pixels.foreach_set(flat)
     blender_image.pack()
     blender_image[props.PIXELS_HASH] = pixels_hash(pixels)
-    if image.pixels is None:
-        blender_image[props.UNDECODED] = [image.width, image.height]
+    if pixels is not image.pixels:
+        blender_image[props.UNDECODED] = codec.encode([image.width, image.height])
     if image.source_bytes is not None:
         blender_image[props.SOURCE_BYTES] = codec.encode(image.source_bytes)
     blender_image[props.SOURCE_FORMAT] = image.source_format
@@ -70,5 +73,5 @@ def extract_image(image) -> Image:
         result.source_bytes = codec.decode(image[props.SOURCE_BYTES])
     if unchanged and props.UNDECODED in image:
         result.pixels = None
-        result.width, result.height = props.to_python(image[props.UNDECODED])
+        result.width, result.height = codec.decode(image[props.UNDECODED])
     return result

@@ -18,8 +18,9 @@ def test_every_file_or_none(tmp_path):
 
 def test_a_failure_midway_puts_the_old_files_back(tmp_path):
     (tmp_path / "a.tmd").write_bytes(b"old")
-    with pytest.raises(OSError):
+    with pytest.raises(FileNotFoundError) as error:
         write_files({str(tmp_path / "a.tmd"): b"new", str(tmp_path / "missing" / "a.tkl"): b"keys"})
+    assert error.value.filename == str(tmp_path / "missing" / "a.tkl")  # not the temporary name
     assert (tmp_path / "a.tmd").read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["a.tmd"]
 

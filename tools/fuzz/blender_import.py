@@ -1,8 +1,9 @@
 """The Blender target: a fuzzed file imported with the add-on's own operator into an empty scene.
 
-Right answers: the operator finishes, or it reports the file's problem and leaves ``bpy.data``
-as it was. A Python traceback out of the operator, or datablocks left by a failed import, are
-defects. J3D files apply to a selection, so their scene holds what the seed file applies to
+Right answers: the operator finishes with nothing non-finite in Blender, or it reports the file's
+problem and leaves ``bpy.data`` as it was. A Python traceback out of the operator, datablocks left
+by a failed import, or NaN or infinity in what an import made (vertex positions, bone and pose
+matrices, keys) are defects. J3D files apply to a selection, so their scene holds what the seed file applies to
 (an armature with its joints, an object with its materials), made before the counts are taken.
 """
 
@@ -13,6 +14,7 @@ import shutil
 import sys
 
 import bpy
+import numpy as np
 
 from .protocol import OperatorTraceback
 from .targets import ROOT, ImportRefused, Seed, joint_count
@@ -22,6 +24,7 @@ sys.path.insert(0, str(ROOT / "tests" / "blender"))
 import j3d_support  # noqa: E402
 import retro_models  # noqa: E402
 from retro_models.formats.j3d.files import READERS  # noqa: E402
+from retro_models.operators.blender import compat  # noqa: E402
 
 retro_models.register()
 
@@ -37,6 +40,40 @@ class DataLeftBehind(Exception):
         changed = ", ".join(f"{k} {before[k]}→{after[k]}" for k in DATA_KINDS if before[k] != after[k])
         super().__init__(f"failed import changed bpy.data: {changed}")
         self.where = f"import_scene.{operator}"
+
+
+class NonFiniteInBlender(Exception):
+    """An import put NaN or infinity into Blender."""
+
+    def __init__(self, operator: str, what: str):
+        super().__init__(f"non-finite values in {what}")
+        self.where = f"import_scene.{operator} ({what.split(' ')[0]})"
+
+
+def non_finite() -> str | None:
+    """What holds NaN or infinity among the vertex positions, bone and pose matrices and keys, if any."""
+
+    def values(collection, field: str, size: int) -> np.ndarray:
+        out = np.empty(len(collection) * size, np.float32)
+        collection.foreach_get(field, out)
+        return out
+
+    for mesh in bpy.data.meshes:
+        if not np.isfinite(values(mesh.vertices, "co", 3)).all():
+            return f"mesh {mesh.name!r} positions"
+    for obj in bpy.data.objects:
+        if not np.isfinite(np.array(obj.matrix_world)).all():
+            return f"object {obj.name!r} matrix"
+        if obj.pose is not None:
+            if not np.isfinite(values(obj.data.bones, "matrix_local", 16)).all():
+                return f"armature {obj.name!r} rest matrices"
+            if not np.isfinite(values(obj.pose.bones, "matrix", 16)).all():
+                return f"armature {obj.name!r} pose matrices"
+    for action in bpy.data.actions:
+        for fcurve in compat.action_fcurves(action):
+            if not np.isfinite(values(fcurve.keyframe_points, "co", 2)).all():
+                return f"action {action.name!r} keys of {fcurve.data_path}"
+    return None
 
 
 def data_counts() -> dict[str, int]:
@@ -98,4 +135,8 @@ def run(data: bytes, seed: Seed):
         if data_counts() != before:
             raise DataLeftBehind(seed.operator, before, data_counts())
         raise ImportRefused(report.strip().splitlines()[0])
+    bpy.context.view_layer.update()  # the pose matrices of the first frame
+    found = non_finite()
+    if found:
+        raise NonFiniteInBlender(seed.operator, found)
     return result
