@@ -51,8 +51,9 @@ build: validate
 demo: $(VENV)/.stamp
 	$(VENV)/bin/python tools/demo.py --out build/demo
 
+# Every workload of issue 20 with its ratios and goals (bench/bench.py), then the format-only benches.
 bench: $(VENV)/.stamp
-	$(VENV)/bin/python bench/bench_toshi.py
+	$(VENV)/bin/python bench/bench.py
 	$(VENV)/bin/python bench/bench_toshi_format.py
 	$(VENV)/bin/python bench/bench_build.py
 	$(VENV)/bin/python bench/bench_textures.py

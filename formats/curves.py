@@ -22,6 +22,8 @@ of all components share their frames.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from .scene import quat_multiply
@@ -80,8 +82,11 @@ class BoneMaps:
         }
         if np.allclose(rot, np.eye(3), atol=1e-6) and np.allclose(self.display, np.eye(3), atol=1e-6):
             self.maps["rotation_euler"] = (np.eye(3), np.zeros(3))
-        # Pose basis → parent-relative channels: made once per bone, used for every channel.
-        self.inverses = {path: inverse(*affine) for path, affine in self.maps.items()}
+
+    @cached_property
+    def inverses(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Pose basis → parent-relative channels: made once per bone, when first asked for."""
+        return {path: inverse(*affine) for path, affine in self.maps.items()}
 
     def basis_rotation(self, rotations: np.ndarray) -> np.ndarray:
         """(K, 3, 3) parent-relative rotations → pose-basis rotations."""

@@ -34,6 +34,7 @@ import bpy
 import numpy as np
 
 from ...formats.curves import loop_keys, sample, split_bezier, unloop_rows
+from ...formats.errors import FormatError
 from ...formats.scene import Animation, Channel, Scene
 from . import armature as bones
 from . import compat, material, mesh, props
@@ -144,12 +145,14 @@ def _written_rows(fcurves, co: np.ndarray, codes: np.ndarray) -> dict[int, np.nd
 class _ActionSet:
     """The actions of one Animation, one per animated datablock, made on first use."""
 
-    def __init__(self, animation: Animation, index: int, result, assign: bool):
+    def __init__(self, animation: Animation, index: int, result, assign: bool, source: str):
         self.animation = animation
+        self.source = source  # the file, for errors
         self.index = index  # position in Scene.animations, for the order on export
         self.result = result
         self.assign = assign
-        self.actions: dict[int, tuple] = {}
+        self.actions: dict[int, tuple] = {}  # datablock pointer → action, its ActionCurves, its record
+        self.made: dict[int, set] = {}  # datablock pointer → (data path, index) of its F-curves
         self.order = 0
         self.group = secrets.token_hex(8)  # ties the actions of one animation together
 
@@ -165,14 +168,24 @@ class _ActionSet:
     ):
         """New F-curves for ``count`` components (array ``indices``, else 0…count−1); ``record`` (None for
         a duplicate) tells the extractor the channel: it joins the action's record (``write`` adds to it)."""
-        action, slot, animation_record = self.ensure(id_data, id_type)
+        _action, curves, animation_record = self.ensure(id_data, id_type)
+        indices = range(count) if indices is None else indices
+        made = self.made[id_data.as_pointer()]
+        for index in indices:  # Blender refuses a second F-curve of one path and index: decide here
+            if (data_path, index) in made:
+                channel = f"{record.kind} {record.target!r} {record.path}" if record else data_path
+                raise FormatError(
+                    self.source,
+                    0,
+                    f"animation {self.animation.name!r} keys {data_path}[{index}] of {id_data.name!r} "
+                    f"twice (channel {channel})",
+                )
+            made.add((data_path, index))
         if record is not None:
             record.order, record.data_path = self.order, data_path
             animation_record.channels.append(record)
             self.order += 1
-        return compat.new_fcurves(
-            action, slot, data_path, range(count) if indices is None else indices, group
-        )
+        return curves.new(data_path, indices, group)
 
     def write(
         self, fcurves, record, times, values, interpolation, handles_left=None, handles_right=None
@@ -209,7 +222,7 @@ class _ActionSet:
         return _written_rows(fcurves, co, codes)
 
     def ensure(self, id_data, id_type: str) -> tuple:
-        """The action (with its slot and record) animating ``id_data``."""
+        """The action animating ``id_data``, with its ``compat.ActionCurves`` and its record."""
         key = id_data.as_pointer()
         if key not in self.actions:
             name = self.animation.name if not self.actions else f"{self.animation.name} {id_data.name}"
@@ -229,7 +242,8 @@ class _ActionSet:
             )
             if not self.actions:
                 props.set_extras(action, self.animation.extras)
-            self.actions[key] = (action, slot, record)
+            self.actions[key] = (action, compat.ActionCurves(action, slot), record)
+            self.made[key] = set()
             self.result.actions.append(action)
             if self.assign:
                 compat.assign_action(id_data, action, slot)
@@ -243,7 +257,7 @@ class _ActionSet:
             action.use_cyclic = self.animation.loop
 
     def finish(self) -> None:
-        for action, _slot, record in self.actions.values():
+        for action, _curves, record in self.actions.values():
             write_record(action, record)
 
 
@@ -307,7 +321,7 @@ def build_animation(
 
     ``rigs``: per Scene skeleton, the armature its bone channels animate (``armature.Rig``).
     """
-    actions = _ActionSet(animation, index, result, assign)
+    actions = _ActionSet(animation, index, result, assign, scene.source or scene.name)
     rig = rigs[animation.skeleton or 0] if rigs else None
     targets = {
         "object": {o.get(props.SCENE_NAME, o.name): o for o in result.armatures + result.objects},

@@ -40,17 +40,46 @@ def new_action(name: str, id_type: str, slot_name: str) -> tuple[bpy.types.Actio
     return action, slot
 
 
+def _group_keyword() -> str | None:
+    """The keyword of ``fcurves.new`` that puts the new curve in a group by name (None: assign it after)."""
+    collection = bpy.types.ActionChannelbagFCurves if SLOTTED_ACTIONS else bpy.types.ActionFCurves
+    names = {p.identifier for p in collection.bl_rna.functions["new"].parameters}
+    return next((k for k in ("group_name", "action_group") if k in names), None)
+
+
+_GROUP_KEYWORD = _group_keyword()
+
+
+class ActionCurves:
+    """Makes the F-curves of one action: the channelbag (4.4+) looked up once, groups by name in C where
+    ``fcurves.new`` takes one, else each group made once and kept in a dict (RNA's ``groups.get`` scans)."""
+
+    def __init__(self, action, slot):
+        if SLOTTED_ACTIONS:
+            bag = action.layers[0].strips[0].channelbag(slot, ensure=True)
+            self._curves, self._groups = bag.fcurves, bag.groups
+        else:
+            self._curves, self._groups = action.fcurves, action.groups
+        self._made = {} if _GROUP_KEYWORD else {g.name: g for g in self._groups}
+
+    def new(self, data_path: str, indices, group: str = "") -> list[bpy.types.FCurve]:
+        """New F-curves of ``data_path`` for each array index in ``indices``, in the action group ``group``."""
+        new = self._curves.new
+        if _GROUP_KEYWORD or not group:
+            grouped = {_GROUP_KEYWORD: group} if group else {}
+            return [new(data_path, index=i, **grouped) for i in indices]
+        action_group = self._made.get(group)
+        if action_group is None:
+            action_group = self._made[group] = self._groups.new(group)
+        curves = [new(data_path, index=i) for i in indices]
+        for fcurve in curves:
+            fcurve.group = action_group
+        return curves
+
+
 def new_fcurves(action, slot, data_path: str, indices, group: str = "") -> list[bpy.types.FCurve]:
     """New F-curves of ``data_path`` for each array index in ``indices``, in the action group ``group``."""
-    if not SLOTTED_ACTIONS:
-        return [action.fcurves.new(data_path, index=i, action_group=group) for i in indices]
-    bag = action.layers[0].strips[0].channelbag(slot, ensure=True)
-    fcurves = [bag.fcurves.new(data_path, index=i) for i in indices]
-    if group:
-        action_group = bag.groups.get(group) or bag.groups.new(group)
-        for fcurve in fcurves:
-            fcurve.group = action_group
-    return fcurves
+    return ActionCurves(action, slot).new(data_path, indices, group)
 
 
 def action_fcurves(action) -> list[bpy.types.FCurve]:

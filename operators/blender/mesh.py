@@ -105,8 +105,9 @@ def _mesh_data(mesh: Mesh, materials, result) -> bpy.types.Mesh:
     blender_mesh.attributes["position"].data.foreach_set(
         "vector", np.ascontiguousarray(mesh.positions, np.float32).ravel()
     )
-    blender_mesh.attributes[".corner_vert"].data.foreach_set("value", corners)
-    blender_mesh.polygons.foreach_set("loop_start", np.arange(0, len(corners), 3, dtype=np.int32))
+    if len(corners):  # a mesh without faces has no corner attribute at all
+        blender_mesh.attributes[".corner_vert"].data.foreach_set("value", corners)
+        blender_mesh.polygons.foreach_set("loop_start", np.arange(0, len(corners), 3, dtype=np.int32))
     blender_mesh.update(calc_edges=True)
 
     if mesh.normals is not None:

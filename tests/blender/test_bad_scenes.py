@@ -2,7 +2,9 @@
 
 import bpy
 import numpy as np
+import pytest
 from retro_models.formats import scene as sc
+from retro_models.formats.errors import FormatError
 from retro_models.operators.blender import compat
 from retro_models.operators.blender.build import build_scene
 
@@ -31,3 +33,28 @@ def test_a_channel_without_keys_keys_nothing(empty_scene):
     result = build_scene(sc.Scene("odd", skeletons=[skeleton()], animations=[animation]), bpy.context)
     paths = {fc.data_path for fc in compat.action_fcurves(result.actions[0])}
     assert paths == {'pose.bones["root"].scale'}
+
+
+def test_a_mesh_whose_triangles_are_all_degenerate_keeps_its_vertices(empty_scene):
+    mesh = sc.Mesh(
+        "flat",
+        np.eye(3, dtype=np.float32),
+        np.array([[0, 0, 1], [2, 2, 2]], np.int32),
+        normals=sc.Layer("normal", np.tile(np.float32([0, 0, 1]), (3, 1))),
+        uv_layers=[sc.Layer("UVMap", np.zeros((3, 2), np.float32))],
+    )
+    result = build_scene(sc.Scene("odd", meshes=[mesh]), bpy.context)
+    data = result.objects[0].data
+    assert (len(data.vertices), len(data.polygons)) == (3, 0)
+    assert result.warnings == ["flat: 2 degenerate triangles left out"]
+
+
+def test_two_channels_for_one_fcurve_are_a_format_error_naming_the_channel(empty_scene):
+    material = sc.Material("skin")
+    colour = sc.Channel("material", "skin", "color.base_color", np.array([0.0, 10.0]), np.ones((2, 4)))
+    animation = sc.Animation("glow", [colour, colour], frame_end=10.0)
+    scene = sc.Scene("odd", materials=[material], animations=[animation], source="glow.brk")
+    with pytest.raises(
+        FormatError, match=r"glow\.brk: .*'glow' keys .* twice \(channel material .skin. color\.base_color\)"
+    ):
+        build_scene(scene, bpy.context)

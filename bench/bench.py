@@ -1,0 +1,485 @@
+"""`make bench`: every workload of issue 20 in one run, each in a process of its own, with its ratios
+against the bulk floor and Blender's glTF importer/exporter printed next to the goals.
+
+    .venv/bin/python bench/bench.py [--quick] [--only NAME ...]
+
+Workloads (``WORKLOADS``; a new one is a function returning its numbers and a ``Row`` list):
+
+- ``toshi``: the JPOG benchmark model (``bench_toshi.py``: 500k triangles, 60 bones, 10 animations);
+- ``ttyd``: a TTYD model with many animations (the format tests' model, its two animations repeated);
+- ``tmrf N``: a TMRF skeleton chain of N bones (1000/2000/4000/8000) with a 30-frame animation on every
+  bone, written by the project's TMRF writer; the growth ratio is time(2N) / time(N) (2: linear);
+- ``keys10m``: ten million keys (10 animations × 60 bones × 7 F-curves × 2,381 keys): memory;
+- J3D model and batch import: their places are marked below (``j3d``, ``batch``).
+
+The floor of a workload is Blender's own bulk calls for what the import made, its arrays prepared
+before the clock (``floor_of``): mesh attributes by ``foreach_set``, custom normals, vertex groups
+grouped by (bone, weight), and each action's F-curves by ``fcurves.new`` + ``keyframe_points.add`` +
+``foreach_set``. glTF: the imported scene exported once with ``export_scene.gltf`` (GLB, skins and every
+action), then ``import_scene.gltf`` timed in an empty scene. Memory: the peak resident size of the
+workload's process (``ru_maxrss``) above its size once the input was in memory. Times are the process's
+CPU seconds (``clock``), so that other work on a shared machine skews them less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import partial
+from itertools import pairwise
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# Process CPU time (all its threads): on a shared machine, wall time also counts other processes' work.
+# RETRO_BENCH_CLOCK=wall times the wall clock instead.
+clock = time.perf_counter if os.environ.get("RETRO_BENCH_CLOCK") == "wall" else time.process_time
+CHAIN = (1000, 2000, 4000, 8000)
+GOALS = {  # issue 20
+    "import/floor": 1.25,
+    "import/glTF": 0.25,
+    "export/glTF": 0.08,
+    "weights/export": 0.10,
+    "µs per F-curve": 15.0,
+    "memory/floor": 1.5,
+}
+
+
+@dataclass
+class Row:
+    workload: str
+    measure: str
+    value: float
+    detail: str = ""
+
+    def line(self) -> str:
+        goal = GOALS.get(self.measure)
+        verdict = "" if goal is None else ("meets" if self.value <= goal else "MISSES")
+        goal_text = "" if goal is None else f"≤ {goal:g}"
+        return f"  {self.workload:12} {self.measure:16} {self.value:9.3f}  {goal_text:8} {verdict:7} {self.detail}"
+
+
+# -- in the workload's process ----------------------------------------------------------
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _blender():
+    """bpy, the add-on package and bench_toshi's helpers (glTF, quiet, empty scene)."""
+    sys.path.insert(0, str(HERE))
+    import bench_toshi  # noqa: F401  (imports bpy and loads the add-on as retro_models)
+
+    return bench_toshi
+
+
+def floor_of(scene, result) -> dict:
+    """What the import made, as arrays for the bulk calls (read before the clock)."""
+    import numpy as np
+    from retro_models.operators.blender import compat
+
+    meshes = []
+    for mesh in scene.meshes:
+        corners = np.ascontiguousarray(mesh.triangles, np.int32).ravel()
+        entry = {
+            "positions": np.ascontiguousarray(mesh.positions, np.float32).ravel(),
+            "count": len(mesh.positions),
+            "corners": corners,
+            "loop_starts": np.arange(0, len(corners), 3, dtype=np.int32),
+            "normals": None if mesh.normals is None else np.asarray(mesh.normals.data, np.float32),
+            "uvs": [
+                np.asarray(u.data, np.float32)[corners].ravel() for u in mesh.uv_layers if u.domain == "POINT"
+            ],
+            "weights": [],
+        }
+        if mesh.skin_joints is not None and mesh.skin_weights is not None:
+            sys.path.insert(0, str(HERE))
+            from bench_toshi import _weight_calls
+
+            entry["weights"] = _weight_calls(np.asarray(mesh.skin_joints), np.asarray(mesh.skin_weights))
+            entry["bones"] = len(scene.skeletons[mesh.skeleton or 0].bone_names)
+        meshes.append(entry)
+    actions = []
+    for action in result.actions:
+        curves = []
+        for fcurve in compat.action_fcurves(action):
+            points = fcurve.keyframe_points
+            n = len(points)
+            arrays = {
+                f: compat.read_array(points, f, n, 2).ravel() for f in ("co", "handle_left", "handle_right")
+            }
+            arrays["interpolation"] = compat.read_array(points, "interpolation", n, 1, np.int32)
+            curves.append((fcurve.data_path, fcurve.array_index, n, arrays))
+        actions.append(curves)
+    return {"meshes": meshes, "actions": actions}
+
+
+def run_floor(prepared: dict) -> dict[str, float]:
+    """Blender's bulk calls alone for ``floor_of``'s arrays, in an empty scene."""
+    import bpy
+    from retro_models.operators.blender import compat
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    start = clock()
+    for m in prepared["meshes"]:
+        data = bpy.data.meshes.new("floor")
+        data.vertices.add(m["count"])
+        data.loops.add(len(m["corners"]))
+        data.polygons.add(len(m["loop_starts"]))
+        data.attributes["position"].data.foreach_set("vector", m["positions"])
+        if len(m["corners"]):
+            data.attributes[".corner_vert"].data.foreach_set("value", m["corners"])
+            data.polygons.foreach_set("loop_start", m["loop_starts"])
+        data.update(calc_edges=True)
+        for uvs in m["uvs"]:
+            data.attributes[data.uv_layers.new().name].data.foreach_set("vector", uvs)
+        if m["normals"] is not None and len(m["normals"]) == m["count"]:
+            data.normals_split_custom_set_from_vertices(m["normals"])
+        obj = bpy.data.objects.new("floor", data)
+        if m["weights"]:
+            groups = [obj.vertex_groups.new(name=f"b{i}") for i in range(m["bones"])]
+            for bone, weight, vertices in m["weights"]:
+                groups[bone].add(vertices, weight, "REPLACE")
+    meshes = clock() - start
+    start = clock()
+    curves = 0
+    for i, action_curves in enumerate(prepared["actions"]):
+        action, slot = compat.new_action(f"floor {i}", "OBJECT", "floor")
+        fcurves = compat.ActionCurves(action, slot)
+        for path, index, count, arrays in action_curves:
+            (fcurve,) = fcurves.new(path, (index,))
+            points = fcurve.keyframe_points
+            points.add(count)
+            for field, values in arrays.items():
+                points.foreach_set(field, values)
+            fcurve.update()
+            curves += 1
+    actions = clock() - start
+    return {"floor": meshes + actions, "floor actions": actions, "fcurves": curves}
+
+
+def _timed_actions():
+    """Patch build.build_animation to add up its time; returns the running total (a one-element list)."""
+    from retro_models.operators.blender import build
+
+    total = [0.0]
+    original = build.build_animation
+
+    def timed(*args, **kwargs):
+        start = clock()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            total[0] += clock() - start
+
+    build.build_animation = timed
+    return total
+
+
+def import_and_floor(load, folder: Path, gltf: bool, floor: bool = True) -> dict:
+    """Import (``load()`` → Scene, then ``build_scene``), its floor and, with ``gltf``, glTF's import."""
+    bench_toshi = _blender()
+    import bpy
+    from retro_models.operators.blender.build import build_scene
+
+    bench_toshi.empty_scene()
+    base = _rss_mb()
+    actions = _timed_actions()
+    start = clock()
+    scene = load()
+    result = build_scene(scene, bpy.context)
+    numbers = {"import": clock() - start, "actions": actions[0]}
+    numbers["memory MB"] = _peak_mb() - base
+    if floor:
+        numbers.update(run_floor(floor_of(scene, result)))
+    if gltf:
+        bench_toshi.empty_scene()
+        build_scene(scene, bpy.context)
+        reference = bench_toshi.gltf(folder, 1)
+        numbers.update({k: reference[k] for k in ("gltf import", "gltf export")})
+    return numbers
+
+
+def workload_ttyd(folder: Path, quick: bool) -> dict:
+    sys.path.insert(0, str(HERE.parent / "tests" / "formats" / "ttyd"))
+    _blender()
+    import ttyd_fixtures  # the format tests' model, written by the project's TTYD writer
+    from retro_models.formats.ttyd import convert
+    from retro_models.formats.ttyd import model as fmt
+
+    model = fmt.read(ttyd_fixtures.build())
+    kinds = list(model.animations)
+    count = 50 if quick else 200
+    model.animations = [
+        fmt.Animation(b"anim%03d" % i, copy.deepcopy(kinds[i % len(kinds)].data)) for i in range(count)
+    ]
+    path = folder / "many.ttyd"
+    path.write_bytes(fmt.write(model))
+    numbers = import_and_floor(lambda: convert.to_scene(fmt.read(path.read_bytes())), folder, gltf=True)
+    numbers["animations"] = count
+    return numbers
+
+
+def chain_scene(bones: int, frames: int = 30):
+    import numpy as np
+    from retro_models.formats import scene as sc
+
+    parents = np.arange(-1, bones - 1, dtype=np.int32)
+    rest = np.tile(np.eye(4), (bones, 1, 1))
+    rest[:, 1, 3] = np.arange(bones) * 0.1
+    skeleton = sc.Skeleton("chain", [f"b{i}" for i in range(bones)], parents, rest)
+    times = np.arange(frames, dtype=np.float64)
+    rng = np.random.default_rng(0)
+    channels = []
+    for name in skeleton.bone_names:
+        q = rng.normal(size=(frames, 4))
+        channels.append(
+            sc.Channel("bone", name, "rotation_quaternion", times, q / np.linalg.norm(q, axis=1)[:, None])
+        )
+        channels.append(sc.Channel("bone", name, "location", times, rng.normal(size=(frames, 3)) * 0.01))
+    animation = sc.Animation("wave", channels, fps=30, frame_end=frames - 1.0, skeleton=0)
+    return sc.Scene("chain", [skeleton], [], animations=[animation])
+
+
+def workload_tmrf(folder: Path, quick: bool, bones: int) -> dict:
+    _blender()
+    from retro_models.formats.tmrf import convert, media
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * bones))  # glTF's exporter recurses down the chain
+    path = folder / f"chain{bones}.tmdl"
+    path.write_bytes(media.write(convert.from_scene(chain_scene(bones))))
+    numbers = import_and_floor(
+        lambda: convert.to_scene(media.read(path.read_bytes())), folder, gltf=bones <= 1000
+    )
+    numbers["bones"] = bones
+    return numbers
+
+
+def keys_scene(quick: bool):
+    """Ten million keys (one million with ``quick``): the 60-bone chain, 10 animations."""
+    from retro_models.formats import scene as sc
+
+    keys = 238 if quick else 2381  # × 60 bones × 7 F-curves × 10 animations
+    scene = chain_scene(60, keys)
+    first = scene.animations[0]
+    scene.animations = [
+        sc.Animation(f"a{i}", first.channels, fps=30, frame_end=keys - 1.0, skeleton=0) for i in range(10)
+    ]
+    return scene
+
+
+def workload_keys10m(folder: Path, quick: bool) -> dict:
+    _blender()
+    import numpy as np
+
+    scene = keys_scene(quick)
+    numbers = import_and_floor(lambda: scene, folder, gltf=False, floor=False)
+    numbers["keys"] = int(sum(np.asarray(c.values).size for a in scene.animations for c in a.channels))
+    return numbers
+
+
+def workload_floor_memory(folder: Path, quick: bool) -> dict:
+    """The floor of ``keys10m`` alone, for its memory: its arrays made from the Scene, then the bulk calls."""
+    bench_toshi = _blender()
+    import numpy as np
+
+    scene = keys_scene(quick)
+    curves = []
+    for channel in scene.animations[0].channels:
+        values = np.asarray(channel.values, np.float32).reshape(len(channel.times), -1)
+        path = f'pose.bones["{channel.target}"].{channel.path}'
+        for c in range(values.shape[1]):
+            co = np.empty((len(channel.times), 2), np.float32)
+            co[:, 0], co[:, 1] = channel.times, values[:, c]
+            arrays = {"co": co.ravel(), "interpolation": np.ones(len(co), np.int32)}
+            curves.append((path, c, len(co), arrays))
+    prepared = {"meshes": [], "actions": [curves] * len(scene.animations)}
+    bench_toshi.empty_scene()
+    base = _rss_mb()
+    run_floor(prepared)
+    return {"memory MB": _peak_mb() - base}
+
+
+def workload_toshi(folder: Path, quick: bool) -> dict:
+    out = folder / "toshi.json"
+    command = [
+        sys.executable,
+        str(HERE / "bench_toshi.py"),
+        "--runs",
+        "1" if quick else "2",
+        "--json",
+        str(out),
+    ]
+    if quick:
+        command += ["--triangles", "100000"]
+    subprocess.run(command, check=True, stdout=sys.stderr)
+    return json.loads(out.read_text())
+
+
+WORKLOADS = {
+    "toshi": workload_toshi,
+    "ttyd": workload_ttyd,
+    **{f"tmrf{n}": partial(workload_tmrf, bones=n) for n in CHAIN},
+    "keys10m": workload_keys10m,
+    "keys10m-floor": workload_floor_memory,
+    # "j3d": a J3D model (bench_j3d_model.py, being added): its numbers and rows go here.
+    # "batch": batch import of the corpus with 1 and 2 workers (bench_archives.py, being added).
+}
+
+
+# -- the driver ---------------------------------------------------------------------------
+
+
+def run(name: str, folder: Path, quick: bool) -> dict:
+    """One workload in a process of its own (its memory peak its own); its numbers."""
+    out = folder / f"{name}.result.json"
+    command = [sys.executable, __file__, "--in-process", name, "--out", str(out)] + (
+        ["--quick"] if quick else []
+    )
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL if name != "toshi" else None)
+    numbers = json.loads(out.read_text())
+    numbers["wall"] = time.perf_counter() - start
+    return numbers
+
+
+def rows(results: dict) -> list[Row]:
+    table = []
+    toshi = results.get("toshi")
+    if toshi:
+        table += [
+            Row(
+                "toshi",
+                "import/floor",
+                toshi["import"] / toshi["floor"],
+                f"{toshi['import']:.2f} s / {toshi['floor']:.2f} s",
+            ),
+            Row(
+                "toshi",
+                "export/glTF",
+                toshi["export"] / toshi["gltf export"],
+                f"{toshi['export']:.2f} s / {toshi['gltf export']:.1f} s",
+            ),
+            Row(
+                "toshi",
+                "weights/export",
+                toshi["weights"] / toshi["export"],
+                f"{toshi['weights']:.2f} s of the export",
+            ),
+            Row(
+                "toshi",
+                "µs per F-curve",
+                toshi["actions"] / toshi["fcurves"] * 1e6,
+                f"{toshi['fcurves']:,} F-curves (floor {toshi['floor actions'] / toshi['fcurves'] * 1e6:.1f})",
+            ),
+            Row("toshi", "peak MB", toshi["peak MB"], "whole process"),
+        ]
+        if "gltf import" in toshi:
+            table.insert(
+                1,
+                Row(
+                    "toshi",
+                    "import/glTF",
+                    toshi["import"] / toshi["gltf import"],
+                    f"{toshi['import']:.2f} s / {toshi['gltf import']:.2f} s",
+                ),
+            )
+    for name in ["ttyd"] + [f"tmrf{n}" for n in CHAIN]:
+        r = results.get(name)
+        if not r:
+            continue
+        table.append(
+            Row(name, "import/floor", r["import"] / r["floor"], f"{r['import']:.2f} s / {r['floor']:.2f} s")
+        )
+        if "gltf import" in r:
+            table.append(
+                Row(
+                    name,
+                    "import/glTF",
+                    r["import"] / r["gltf import"],
+                    f"{r['import']:.2f} s / {r['gltf import']:.2f} s",
+                )
+            )
+        table.append(
+            Row(
+                name,
+                "µs per F-curve",
+                r["actions"] / r["fcurves"] * 1e6,
+                f"{r['fcurves']:,} F-curves (floor {r['floor actions'] / r['fcurves'] * 1e6:.1f})",
+            )
+        )
+        table.append(Row(name, "memory MB", r["memory MB"], "peak above the input"))
+    sizes = [n for n in CHAIN if f"tmrf{n}" in results]
+    for small, large in pairwise(sizes):
+        a, b = results[f"tmrf{small}"], results[f"tmrf{large}"]
+        table.append(
+            Row(
+                "tmrf",
+                f"growth {small}→{large}",
+                b["import"] / a["import"],
+                f"floor {b['floor'] / a['floor']:.2f} (2: linear, 4: quadratic)",
+            )
+        )
+    keys, floor = results.get("keys10m"), results.get("keys10m-floor")
+    if keys and floor:
+        table.append(
+            Row(
+                "keys10m",
+                "memory/floor",
+                keys["memory MB"] / floor["memory MB"],
+                f"{keys['memory MB']:.0f} MB / {floor['memory MB']:.0f} MB for {keys['keys']:,} keys",
+            )
+        )
+    return table
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a check that it runs")
+    parser.add_argument("--only", nargs="*", choices=list(WORKLOADS), help="these workloads only")
+    parser.add_argument("--in-process", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="retro_models_bench_"))
+    folder = Path(tempfile.mkdtemp(prefix="retro_models_bench_all_"))
+    if args.in_process:
+        numbers = WORKLOADS[args.in_process](folder, args.quick)
+        Path(args.out).write_text(json.dumps(numbers))
+        return 0
+    wall = time.perf_counter()
+    import platform
+
+    load = os.getloadavg()[0]
+    results = {}
+    for name in args.only or list(WORKLOADS):
+        print(f"[{time.strftime('%H:%M:%S')}] {name}…", file=sys.stderr, flush=True)
+        results[name] = run(name, folder, args.quick)
+    print(
+        f"\nmake bench ({'wall' if clock is time.perf_counter else 'CPU'} seconds): "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, load average {load:.1f} → {os.getloadavg()[0]:.1f}"
+    )
+    print(f"  {'workload':12} {'measure':16} {'value':>9}  {'goal':8} verdict")
+    for row in rows(results):
+        print(row.line())
+    print("  j3d          (a J3D model: being added, bench_j3d_model.py)")
+    print("  batch        (batch import with 1 and 2 workers: being added, bench_archives.py)")
+    print(f"(total {time.perf_counter() - wall:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
