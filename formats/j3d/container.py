@@ -302,46 +302,10 @@ class BankBuilder:
         self.dtype = np.dtype(dtype)
         start = np.asarray(original if original is not None else [] if default is None else [default])
         self.data = bytearray(start.astype(self.dtype).tobytes())
-        # Entries a placed track reads: they never change again.
-        self.used = np.zeros(len(self.data) // self.dtype.itemsize, bool)
-
-    def keep(self, first: int, width: int) -> None:
-        """Mark ``width`` entries from ``first`` as read by a track that is kept as it is."""
-        self.used[first : first + width] = True
-
-    def place(self, entries: np.ndarray, replacing: tuple[int, int] | None = None) -> int:
-        """Index of ``entries``: an identical run already in the bank, else the run ``replacing``
-        (first, width) rewritten in place when it is as wide and no kept track reads it, else
-        appended. Entries a kept track reads never change; the placed run is kept from now on."""
-        needle = np.asarray(entries, self.dtype).tobytes()
-        width = len(needle) // self.dtype.itemsize
-        at = self._find(needle)
-        if at < 0 and replacing is not None:
-            first, old_width = replacing
-            if (
-                old_width == width
-                and first + width <= len(self.used)
-                and not self.used[first : first + width].any()
-            ):
-                size = self.dtype.itemsize
-                self.data[first * size : (first + width) * size] = needle
-                at = first
-        if at < 0:
-            at = self.add(entries)
-        grown = len(self.data) // self.dtype.itemsize - len(self.used)
-        self.used = np.concatenate([self.used, np.zeros(grown, bool)])
-        self.keep(at, width)
-        return at
-
-    def _find(self, needle: bytes) -> int:
-        size = self.dtype.itemsize
-        at = self.data.find(needle)
-        while at >= 0 and at % size:
-            at = self.data.find(needle, at + 1)
-        return at // size if at >= 0 else -1
 
     def add(self, entries: np.ndarray) -> int:
-        """Index of ``entries`` in the bank, appending them when no identical run exists."""
+        """Index of ``entries`` in the bank, appending them when no identical run exists: entries
+        already in the bank never change."""
         needle = np.asarray(entries, self.dtype).tobytes()
         size = self.dtype.itemsize
         at = self._find(needle)
@@ -351,6 +315,13 @@ class BankBuilder:
             if len(self.data) // size > 0xFFFF:
                 raise ValueError("a J3D bank holds at most 65535 entries: the animation is too long")
         return at
+
+    def _find(self, needle: bytes) -> int:
+        size = self.dtype.itemsize
+        at = self.data.find(needle)
+        while at >= 0 and at % size:
+            at = self.data.find(needle, at + 1)
+        return at // size if at >= 0 else -1
 
     def array(self) -> np.ndarray:
         return np.frombuffer(bytes(self.data), self.dtype).copy()

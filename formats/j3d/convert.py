@@ -23,9 +23,13 @@ colour 0, and is shown as one key of that value).
 - BTP → ``texture.<slot>.image_index`` (CONSTANT, one key per frame).
 
 Animation extras keep the loop mode, the rotation exponent, the banks and
-the file framing, so that ``from_scene(to_scene(x))`` writes the original
-bytes while the keys still match them (within 1e-5); edited animations get
-freshly built banks (shared runs, smallest exponent, identity remaps).
+the file framing; each channel's ``origin`` holds its track as stored
+([count, first, mode]; BTP: [count, first]). A channel that still has its
+origin is written from it bit for bit; an edited one is encoded alone and its
+entries reuse an identical run of the original bank or go at its end, so no
+entry another track reads changes (the framing is kept while the banks are).
+Animations without banks (made in Blender) get fresh ones (shared runs,
+smallest exponent, identity remaps).
 """
 
 from __future__ import annotations
@@ -88,7 +92,7 @@ def rotation_radians(frac: int) -> float:
 def track_channel(
     kind: str, target: str, path: str, index: int | None, track, bank, scale: float, default: float
 ) -> Channel:
-    """One channel from one track; values and tangents multiplied by ``scale``."""
+    """One channel from one track; values and tangents multiplied by ``scale``, the stored track as origin."""
     count = int(track["count"])
     extras = {"tangent_mode": int(track["mode"])}
     if count == 0:
@@ -202,24 +206,19 @@ def build_tracks(
 
     With ``original`` (the source file's bank), a channel that still has its origin keeps its
     track as stored, pointing at the same entries; every other channel is encoded alone and
-    placed in the original bank (an identical run reused, its own old run rewritten when no kept
-    track reads it, else appended), so entries a kept track reads never change. Without it, a
-    fresh bank that shares identical runs. Returns (tracks, bank, bank unchanged).
+    added to the original bank (an identical run reused, else appended), so no stored entry
+    changes. Without it, a fresh bank that shares identical runs. Returns (tracks, bank, bank
+    unchanged).
     """
     integer = np.dtype(dtype).kind == "i"
     tracks = np.zeros(len(sources), TRACK_DTYPE)
     bank = None if original is None else np.asarray(original).astype(dtype)
     builder = BankBuilder(dtype, default, bank)
-    edited = []
     for i, source in enumerate(sources):
         stored = _stored_track(source.channel, bank)
-        if stored is None:
-            edited.append(i)
+        if stored is not None:
+            tracks[i] = stored
             continue
-        tracks[i] = stored
-        builder.keep(int(stored["first"]), int(track_widths(tracks[i : i + 1])[0]))
-    for i in edited:
-        source = sources[i]
         count, mode, entries = _track_entries(source, integer, unit)
         tracks[i]["count"], tracks[i]["mode"] = count, mode
         if entries is None:
@@ -235,8 +234,7 @@ def build_tracks(
                 raise ValueError(
                     f"a key of {source.channel.target} {source.channel.path} does not fit in 16 bits"
                 )
-        replacing = _origin_run(source.channel, bank)
-        tracks[i]["first"] = builder.place(entries.reshape(-1), replacing)
+        tracks[i]["first"] = builder.add(entries.reshape(-1))
     result = builder.array()
     return tracks, result, bank is not None and np.array_equal(result.view(np.uint8), bank.view(np.uint8))
 
@@ -259,14 +257,6 @@ def _stored_track(channel: Channel | None, bank: np.ndarray | None) -> np.ndarra
     if int(track["first"][0]) + int(track_widths(track)[0]) > len(bank):
         return None
     return track[0]
-
-
-def _origin_run(channel: Channel | None, bank: np.ndarray | None) -> tuple[int, int] | None:
-    """(first, width) of the entries an edited channel was read from, to rewrite in place."""
-    track = _origin_track(channel)
-    if track is None or bank is None or int(track["count"][0]) == 0:
-        return None
-    return int(track["first"][0]), int(track_widths(track)[0])
 
 
 def smallest_frac(sources: list[TrackSource], hint: int | None) -> int:
@@ -730,7 +720,7 @@ def btp_from_animation(animation: Animation) -> BTP:
     original = extras.get("indices")
     bank = None if original is None else np.asarray(original, np.int64)
     builder = BankBuilder(">u2", None, bank)
-    firsts: list[int | None] = []
+    firsts = []
     for channel, _, values in found:
         origin = channel.origin
         stored = (
@@ -742,18 +732,7 @@ def btp_from_animation(animation: Animation) -> BTP:
             and origin.track[0] == len(values)
             and origin.track[1] + len(values) <= len(bank)
         )
-        firsts.append(int(origin.track[1]) if stored else None)
-        if stored:
-            builder.keep(firsts[-1], len(values))
-    for i, (channel, _, values) in enumerate(found):
-        if firsts[i] is None:
-            origin = channel.origin
-            replacing = (
-                (int(origin.track[1]), int(origin.track[0]))
-                if bank is not None and origin is not None and isinstance(origin.track, list)
-                else None
-            )
-            firsts[i] = builder.place(values, replacing)
+        firsts.append(int(origin.track[1]) if stored else builder.add(values))
     indices = builder.array()
     exact = bank is not None and np.array_equal(indices, bank)
     entries = pattern_entries([len(v) for _, _, v in found], firsts, [slot for _, slot, _ in found])
