@@ -4,8 +4,8 @@ Channels are per component (``Channel.index``), since each J3D track has its
 own keys. Keyframed channels are BEZIER with handles a third of the segment
 away, which reproduces the game's Hermite curve exactly; the first key's left
 and last key's right handle carry the tangents the game never uses (kept for
-an exact rewrite). Channel extras: ``first`` (bank index in the original
-file), ``tangent_mode`` (0 one tangent, 1 in and out), ``empty`` (a track
+an exact rewrite). Channel extras: ``tangent_mode`` (0 one tangent, 1 in
+and out), ``empty`` (a track
 with no keys: it holds the default, scale 1, rotation 0, translation 0,
 colour 0, and is shown as one key of that value).
 
