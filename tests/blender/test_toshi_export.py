@@ -48,8 +48,8 @@ def out(tmp_path):
 
 @pytest.fixture
 def demo(empty_scene, src):
-    """The demo creature imported with every LOD; returns its armature object."""
-    assert bpy.ops.import_scene.toshi_tmd(filepath=str(src / "demo.tmd"), lods="ALL") == {"FINISHED"}
+    """The demo creature imported with the default options (every LOD); returns its armature object."""
+    assert bpy.ops.import_scene.toshi_tmd(filepath=str(src / "demo.tmd")) == {"FINISHED"}
     return bpy.data.objects["demo"]
 
 
