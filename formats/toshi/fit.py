@@ -9,7 +9,7 @@ component: an animation taken from Blender says so in its extras (``PLAYED_IN_BL
 
 ``game_keys`` keeps the channel's own keys, drops the optional ones (the per-frame keys the
 importer added to show a slerp) where the game's interpolation of the others already plays them,
-and adds keys on a 1/16-frame grid until the curve is within ``TOLERANCE`` at every check point
+and adds keys on a 1/16-frame grid until the curve is within ``CHANNEL_TOLERANCE`` at every check point
 (1/32 frame apart), as few as a greedy walk finds: each key as far on as the curve allows, found
 by galloping and halving.
 """
@@ -22,7 +22,11 @@ from ..curves import euler_to_matrix, sample, slerp
 from ..scene import Channel, keys_digest, matrix_to_quat
 
 PLAYED_IN_BLENDER = "played_in_blender"  # animation extras: its curves are what Blender plays
-TOLERANCE = 1e-4  # how far the written keys may play from what Blender plays
+# How far the written keys may play from what Blender plays: 1e-4 in the posed bone matrices, so
+# a quarter of it on each channel's components (a rotation matrix entry moves up to four times as
+# far as a quaternion component, and a child's position adds its parents' errors).
+TOLERANCE = 1e-4
+CHANNEL_TOLERANCE = TOLERANCE / 4
 STEPS = 16  # keys may be added every 1/STEPS frame
 SUBFRAMES = 2  # checked this many times per step
 
@@ -91,7 +95,7 @@ def game_keys(
     def fits(a: int, b: int) -> bool:
         span = slice(at[a], at[b] + 1)
         found = game(candidates[[a, b]], values[[a, b]], rotation, checks[span])
-        return bool(_error(found, expected[span], rotation).max() <= TOLERANCE)
+        return bool(_error(found, expected[span], rotation).max() <= CHANNEL_TOLERANCE)
 
     # The next key never passes a required one.
     next_required = np.flatnonzero(required)[np.cumsum(required) - required]
