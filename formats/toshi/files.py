@@ -32,12 +32,12 @@ class ImportOptions(Orientation):
         "Levels of Detail",
         "Which levels of detail to import",
         choices=(
-            ("ALL", "All", "Import every level, each in its own collection (LOD1 and up hidden)"),
             (
                 "FIRST",
                 "First Only",
                 "Import the most detailed level only (export then leaves LOD1 and up out)",
             ),
+            ("ALL", "All", "Import every level, each in its own collection (LOD1 and up hidden)"),
         ),
         panel=INCLUDE,
     )
