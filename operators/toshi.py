@@ -15,7 +15,7 @@ from bpy_extras.io_utils import ImportHelper
 
 from ..formats.errors import ExportError, RetroError
 from ..formats.scene import Scene
-from ..formats.toshi import convert, files
+from ..formats.toshi import convert, files, fit
 from .blender.objects import deformed_meshes, target_armature
 
 
@@ -95,6 +95,8 @@ def export_scene(context, path: str, options: files.ExportOptions) -> Scene:
     armature, meshes = export_objects(context)
     meshes = included(context, meshes, options)
     scene = extract_scene(context, armature, meshes)
+    for animation in scene.animations:  # LINEAR quaternion keys: per component, as Blender plays them
+        animation.extras[fit.PLAYED_IN_BLENDER] = True
     _weight_unweighted(scene, meshes)
     for obj in meshes:
         skipped = [m.name for m in obj.modifiers if m.type != "ARMATURE" and m.show_viewport]

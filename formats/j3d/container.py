@@ -297,23 +297,31 @@ def key_entries(keys: Keys, mode: int) -> np.ndarray:
 class BankBuilder:
     """A value bank built the way the game's files are: runs already present are shared."""
 
-    def __init__(self, dtype: str, default: float):
+    def __init__(self, dtype: str, default: float | None, original: np.ndarray | None = None):
+        """A bank starting with ``default`` (None: empty), or with ``original``'s entries as they are."""
         self.dtype = np.dtype(dtype)
-        self.data = bytearray(np.array([default], self.dtype).tobytes())
+        start = np.asarray(original if original is not None else [] if default is None else [default])
+        self.data = bytearray(start.astype(self.dtype).tobytes())
 
     def add(self, entries: np.ndarray) -> int:
-        """Index of ``entries`` in the bank, appending them when no identical run exists."""
+        """Index of ``entries`` in the bank, appending them when no identical run exists: entries
+        already in the bank never change."""
         needle = np.asarray(entries, self.dtype).tobytes()
+        size = self.dtype.itemsize
+        at = self._find(needle)
+        if at < 0:
+            at = len(self.data) // size
+            self.data += needle
+            if len(self.data) // size > 0xFFFF:
+                raise ValueError("a J3D bank holds at most 65535 entries: the animation is too long")
+        return at
+
+    def _find(self, needle: bytes) -> int:
         size = self.dtype.itemsize
         at = self.data.find(needle)
         while at >= 0 and at % size:
             at = self.data.find(needle, at + 1)
-        if at < 0:
-            at = len(self.data)
-            self.data += needle
-            if len(self.data) // size > 0xFFFF:
-                raise ValueError("a J3D bank holds at most 65535 entries: the animation is too long")
-        return at // size
+        return at // size if at >= 0 else -1
 
     def array(self) -> np.ndarray:
         return np.frombuffer(bytes(self.data), self.dtype).copy()

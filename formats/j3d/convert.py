@@ -4,8 +4,8 @@ Channels are per component (``Channel.index``), since each J3D track has its
 own keys. Keyframed channels are BEZIER with handles a third of the segment
 away, which reproduces the game's Hermite curve exactly; the first key's left
 and last key's right handle carry the tangents the game never uses (kept for
-an exact rewrite). Channel extras: ``first`` (bank index in the original
-file), ``tangent_mode`` (0 one tangent, 1 in and out), ``empty`` (a track
+an exact rewrite). Channel extras: ``tangent_mode`` (0 one tangent, 1 in
+and out), ``empty`` (a track
 with no keys: it holds the default, scale 1, rotation 0, translation 0,
 colour 0, and is shown as one key of that value).
 
@@ -23,9 +23,13 @@ colour 0, and is shown as one key of that value).
 - BTP → ``texture.<slot>.image_index`` (CONSTANT, one key per frame).
 
 Animation extras keep the loop mode, the rotation exponent, the banks and
-the file framing, so that ``from_scene(to_scene(x))`` writes the original
-bytes while the keys still match them (within 1e-5); edited animations get
-freshly built banks (shared runs, smallest exponent, identity remaps).
+the file framing; each channel's ``origin`` holds its track as stored
+([count, first, mode]; BTP: [count, first]). A channel that still has its
+origin is written from it bit for bit; an edited one is encoded alone and its
+entries reuse an identical run of the original bank or go at its end, so no
+entry another track reads changes (the framing is kept while the banks are).
+Animations without banks (made in Blender) get fresh ones (shared runs,
+smallest exponent, identity remaps).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import FormatError
-from ..scene import Animation, Channel, Scene
+from ..scene import Animation, Channel, ChannelOrigin, Scene, keys_digest
 from .bck import BCK, JOINT_COUNT_OFFSET, SOUND_DTYPE
 from .bpk import BPK
 from .brk import BRK, ColorGroup, color_entries
@@ -88,9 +92,9 @@ def rotation_radians(frac: int) -> float:
 def track_channel(
     kind: str, target: str, path: str, index: int | None, track, bank, scale: float, default: float
 ) -> Channel:
-    """One channel from one track; values and tangents multiplied by ``scale``."""
+    """One channel from one track; values and tangents multiplied by ``scale``, the stored track as origin."""
     count = int(track["count"])
-    extras = {"first": int(track["first"]), "tangent_mode": int(track["mode"])}
+    extras = {"tangent_mode": int(track["mode"])}
     if count == 0:
         extras["empty"] = True
         keys = Keys(np.zeros(1), np.array([default]), np.zeros(1), np.zeros(1))
@@ -98,7 +102,7 @@ def track_channel(
         keys = track_keys(track, bank)
         keys = Keys(keys.times, keys.values * scale, keys.in_tangents * scale, keys.out_tangents * scale)
     left, right = bezier_handles(keys)
-    return Channel(
+    channel = Channel(
         kind,
         target,
         path,
@@ -110,6 +114,8 @@ def track_channel(
         extras,
         index=index,
     )
+    channel.origin = ChannelOrigin([count, int(track["first"]), int(track["mode"])], keys_digest(channel))
+    return channel
 
 
 def bezier_handles(keys: Keys) -> tuple[np.ndarray, np.ndarray]:
@@ -198,19 +204,21 @@ def build_tracks(
 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """Track table entries (N,) and the bank for ``sources`` (values divided by ``unit``).
 
-    Reuses ``original`` (the source file's bank) when every channel still shows the curve it
-    was made from; otherwise builds a fresh bank that shares identical runs. Returns
-    (tracks, bank, reused).
+    With ``original`` (the source file's bank), a channel that still has its origin keeps its
+    track as stored, pointing at the same entries; every other channel is encoded alone and
+    added to the original bank (an identical run reused, else appended), so no stored entry
+    changes. Without it, a fresh bank that shares identical runs. Returns (tracks, bank, bank
+    unchanged).
     """
-    if original is not None:
-        bank = np.asarray(original).astype(dtype)
-        tracks = _reuse(sources, bank, unit)
-        if tracks is not None:
-            return tracks, bank, True
     integer = np.dtype(dtype).kind == "i"
     tracks = np.zeros(len(sources), TRACK_DTYPE)
-    builder = BankBuilder(dtype, default)
+    bank = None if original is None else np.asarray(original).astype(dtype)
+    builder = BankBuilder(dtype, default, bank)
     for i, source in enumerate(sources):
+        stored = _stored_track(source.channel, bank)
+        if stored is not None:
+            tracks[i] = stored
+            continue
         count, mode, entries = _track_entries(source, integer, unit)
         tracks[i]["count"], tracks[i]["mode"] = count, mode
         if entries is None:
@@ -227,49 +235,28 @@ def build_tracks(
                     f"a key of {source.channel.target} {source.channel.path} does not fit in 16 bits"
                 )
         tracks[i]["first"] = builder.add(entries.reshape(-1))
-    return tracks, builder.array(), False
+    result = builder.array()
+    return tracks, result, bank is not None and np.array_equal(result.view(np.uint8), bank.view(np.uint8))
 
 
-def _reuse(sources: list[TrackSource], bank: np.ndarray, unit: float) -> np.ndarray | None:
-    """The original track table when every channel still matches its keys in ``bank``, else None."""
-    tracks = np.zeros(len(sources), TRACK_DTYPE)
-    for i, source in enumerate(sources):
-        channel = source.channel
-        if channel is None or "first" not in channel.extras:
-            return None
-        count = 0 if channel.extras.get("empty") else len(channel.times)
-        track = tracks[i : i + 1]
-        track["count"], track["first"] = count, channel.extras["first"]
-        track["mode"] = channel.extras.get("tangent_mode", TANGENT_SHARED)
-        if int(track["first"][0]) + int(track_widths(track)[0]) > len(bank):
-            return None
-        if count:
-            keys = track_keys(track[0], bank)
-        else:
-            keys = Keys(np.zeros(1), np.array([source.default]), np.zeros(1), np.zeros(1))
-        if not _same_curve(channel, keys, source.scale * unit):
-            return None
-    return tracks
+def _origin_track(channel: Channel | None) -> np.ndarray | None:
+    """The (count, first, mode) track a channel was read from, if it still has its origin."""
+    origin = None if channel is None else channel.origin
+    if origin is None or not isinstance(origin.track, list) or len(origin.track) != 3:
+        return None
+    track = np.zeros(1, TRACK_DTYPE)
+    track["count"], track["first"], track["mode"] = origin.track
+    return track
 
 
-def _same_curve(channel: Channel, keys: Keys, scale: float) -> bool:
-    """Whether ``channel`` shows ``keys`` (file units × ``scale``), allowing float32-level noise."""
-    if len(channel.times) != len(keys.times):
-        return False
-    keys = Keys(keys.times, keys.values * scale, keys.in_tangents * scale, keys.out_tangents * scale)
-    expected = [keys.times, keys.values]
-    found = [np.asarray(channel.times, np.float64), np.asarray(channel.values, np.float64).reshape(-1)]
-    if channel.handles_left is not None and channel.handles_right is not None and len(keys.times) > 1:
-        left, right = bezier_handles(keys)
-        expected += [left.reshape(-1), right.reshape(-1)]
-        found += [
-            np.asarray(channel.handles_left, np.float64).reshape(-1),
-            np.asarray(channel.handles_right, np.float64).reshape(-1),
-        ]
-    return all(
-        a.shape == b.shape and np.allclose(a, b, rtol=MATCH_TOLERANCE, atol=MATCH_TOLERANCE)
-        for a, b in zip(found, expected, strict=True)
-    )
+def _stored_track(channel: Channel | None, bank: np.ndarray | None) -> np.ndarray | None:
+    """The stored track of an unedited channel (keys as imported) that ``bank`` still holds."""
+    track = _origin_track(channel)
+    if track is None or bank is None or channel.origin.digest != keys_digest(channel):
+        return None
+    if int(track["first"][0]) + int(track_widths(track)[0]) > len(bank):
+        return None
+    return track[0]
 
 
 def smallest_frac(sources: list[TrackSource], hint: int | None) -> int:
@@ -431,9 +418,9 @@ def _srt_tracks(lookup, count: int, extras: dict) -> tuple[np.ndarray, list[np.n
         ]
         dtype = "int16" if component == 1 else "float32"
         unit = rotation_radians(frac) if component == 1 else 1.0
-        table, bank, reused = build_tracks(
-            sources, dtype, SRT_DEFAULTS[component], extras.get(bank_key), unit
-        )
+        # Raw rotations mean other angles under another exponent: then no stored track is kept.
+        original = extras.get(bank_key) if component != 1 or frac == extras.get("rotation_frac") else None
+        table, bank, reused = build_tracks(sources, dtype, SRT_DEFAULTS[component], original, unit)
         tracks[:, :, component] = table.reshape(count, 3)
         banks.append(bank)
         exact = exact and reused
@@ -689,17 +676,16 @@ def btp_to_scene(btp: BTP, name: str = "") -> Scene:
     for entry, target in zip(btp.entries, btp.material_names, strict=True):
         count, first = int(entry["count"]), int(entry["first"])
         values = btp.indices[first : first + count].astype(np.float64)[:, None]
-        channels.append(
-            Channel(
-                "material",
-                target,
-                f"texture.{int(entry['slot'])}.image_index",
-                np.arange(count, dtype=np.float64),
-                values,
-                "CONSTANT",
-                extras={"first": first},
-            )
+        channel = Channel(
+            "material",
+            target,
+            f"texture.{int(entry['slot'])}.image_index",
+            np.arange(count, dtype=np.float64),
+            values,
+            "CONSTANT",
         )
+        channel.origin = ChannelOrigin([count, first], keys_digest(channel))
+        channels.append(channel)
     extras = {"unused_frac": btp.unused_frac, "indices": _bank_extras(btp.indices)}
     remap = _remap_extras(btp.remap)
     if remap is not None:
@@ -732,21 +718,23 @@ def btp_from_animation(animation: Animation) -> BTP:
             found.append((channel, int(match.group(1)), _per_frame(channel)))
     extras = animation.extras
     original = extras.get("indices")
-    bank = np.asarray(original if original is not None else [], np.int64)
-    exact = original is not None and all(
-        np.array_equal(bank[int(c.extras.get("first", -1)) :][: len(v)], v) and "first" in c.extras
-        for c, _, v in found
-    )
-    if exact:
-        firsts = [int(c.extras["first"]) for c, _, _ in found]
-        indices = bank.astype(">u2")
-    else:
-        indices_list: list[int] = []
-        firsts = []
-        for _, _, values in found:
-            firsts.append(len(indices_list))
-            indices_list += [int(v) for v in values]
-        indices = np.asarray(indices_list, ">u2")
+    bank = None if original is None else np.asarray(original, np.int64)
+    builder = BankBuilder(">u2", None, bank)
+    firsts = []
+    for channel, _, values in found:
+        origin = channel.origin
+        stored = (
+            bank is not None
+            and origin is not None
+            and origin.digest == keys_digest(channel)
+            and isinstance(origin.track, list)
+            and len(origin.track) == 2
+            and origin.track[0] == len(values)
+            and origin.track[1] + len(values) <= len(bank)
+        )
+        firsts.append(int(origin.track[1]) if stored else builder.add(values))
+    indices = builder.array()
+    exact = bank is not None and np.array_equal(indices, bank)
     entries = pattern_entries([len(v) for _, _, v in found], firsts, [slot for _, slot, _ in found])
     loop_mode, length = _loop_and_length(animation)
     framing, gaps = _framing(extras, exact)

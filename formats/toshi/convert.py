@@ -38,11 +38,11 @@ import dataclasses
 
 import numpy as np
 
-from ..curves import slerp
 from ..errors import ExportError, FormatError
 from ..scene import (
     Animation,
     Channel,
+    ChannelOrigin,
     Image,
     Material,
     Mesh,
@@ -51,12 +51,13 @@ from ..scene import (
     TextureSlot,
     apply_matrix,
     axis_matrix,
+    keys_digest,
     matrix_to_quat,
     quat_multiply,
 )
 from ..scene import Layer as SceneLayer
 from ..textures import dds, raster
-from . import strips
+from . import fit, strips
 from . import tkl as tkl_format
 from . import tmd as tmd_format
 from . import tml as tml_format
@@ -412,7 +413,8 @@ def _bone_channels(
 ) -> list[Channel]:
     """The location and/or rotation channel a TMD channel keys, values looked up in the library.
 
-    The first keeps the file's key times and library indices (extras) for a lossless export."""
+    The first keeps the file's key times and library indices (extras) for a lossless export, both
+    the stored keys as their origin."""
     keys = channel.keys
     times = keys["time"].astype(np.float64) * FPS
     pos_idx = keys["position"].astype(np.int64)
@@ -434,6 +436,8 @@ def _bone_channels(
             q = quat_multiply(axis_q, q)
         extras = {} if out else key_extras
         out.append(Channel("bone", bone, "rotation_quaternion", times, q, "LINEAR", extras=extras))
+    for made in out:  # the keys as stored: unedited, they are written as they are (slerp between)
+        made.origin = ChannelOrigin(keys.tobytes(), keys_digest(made))
     return out
 
 
@@ -466,7 +470,14 @@ def from_scene(
     skeleton = scene.skeletons[0] if scene.skeletons else None
     nodes, aux = _nodes(skeleton, axis3)
     library = _Library(tkl, tkl_name, header)
-    animations, channels = _animations_out(scene, skeleton, len(nodes), axis3, library)
+    fitted: list[tuple[int, float]] = []
+    animations, channels = _animations_out(scene, skeleton, len(nodes), axis3, library, fitted)
+    added = sum(count for count, _ in fitted)
+    if added:
+        scene.warnings.append(
+            f"{added} keys added so that the game plays the curves as Blender does (slerp and linear "
+            f"keys only; within {max(error for _, error in fitted):.2g} at every frame and sub-frame)"
+        )
     tml = _tml_out(scene)
     lod_list, lod_value = _lods_out(scene, skeleton, len(nodes), axis3, lods)
     layout = []
@@ -679,8 +690,15 @@ def _channel_keys(
     axis_q,
     library: _Library,
     name: str,
+    fitted: list[tuple[int, float]],
+    blender: bool,
 ) -> tmd_format.Channel:
-    """One TMD channel from a bone's location and rotation channels (either may be None)."""
+    """One TMD channel from a bone's location and rotation channels (either may be None).
+
+    A channel still as read is written with its keys; any other gets the keys the game needs to
+    play it as Blender does (``fit.game_keys``; the keys it added and its largest error go to
+    ``fitted``). Keys at the file's key times keep their stored time and, while their values are
+    unchanged, their library indices, so only edited keys add library entries."""
     if location is not None and rotation is not None:
         flags = tmd_format.CHANNEL_TRANSLATION_ROTATION
     elif rotation is not None:
@@ -692,45 +710,78 @@ def _channel_keys(
         if c is not None:
             extras.update(c.extras)
     stored_times = np.asarray(extras.get("times", ()), np.float64)
-    present = [c for c in (location, rotation) if c is not None]
-    times = np.unique(np.concatenate([np.asarray(c.times, np.float64) for c in present]))
-    same_times = all(
-        len(c.times) == len(times) and np.array_equal(np.asarray(c.times, np.float64), times) for c in present
-    )
+    stored_frames = stored_times * FPS
+    parts = []
+    for channel in (location, rotation):
+        if channel is None:
+            parts.append(None)
+        elif fit.unedited(channel):
+            values = np.asarray(channel.values, np.float64).reshape(len(channel.times), -1)
+            parts.append((np.asarray(channel.times, np.float64), values))
+        else:
+            own = np.asarray(channel.times, np.float64)
+            optional = own[~_at_stored(own, stored_frames)] if len(stored_frames) else own[:0]
+            times, values, added, error = fit.game_keys(channel, optional, blender)
+            fitted.append((added, error))
+            parts.append((times, values))
+    times = np.unique(np.concatenate([p[0] for p in parts if p is not None]))
     if len(times) > 0xFFFF:
         raise ExportError(f"animation channel of bone {name!r} has {len(times)} keys (at most 65535)")
     keys = np.zeros(len(times), tmd_format.KEY_DTYPE)
-    if (
-        len(stored_times) == len(times)
-        and len(times)
-        and np.abs(stored_times * FPS - times).max() <= TIME_TOLERANCE
-    ):
-        keys["time"] = stored_times
-    else:
-        keys["time"] = times / FPS
-    preferred = extras if same_times else {}
-    for index_name in ("position", "rotation"):
-        stored = preferred.get(f"{index_name}_indices")
-        if stored is not None and len(stored) == len(times):
-            keys[index_name] = stored
+    keys["time"] = times / FPS
+    stored = _at_stored(times, stored_frames, nearest=True)
+    known = stored >= 0
+    keys["time"][known] = stored_times[stored[known]]
+
+    def preferred(index_name: str) -> np.ndarray | None:
+        indices = extras.get(f"{index_name}_indices")
+        if indices is None or len(indices) != len(stored_times):
+            return None
+        return np.where(known, np.asarray(indices, np.int64)[np.maximum(stored, 0)], -1)
+
+    for index_name in ("position", "rotation"):  # the unused one's stored index is kept too
+        kept = preferred(index_name)
+        if kept is not None:
+            keys[index_name] = np.maximum(kept, 0)
     if location is not None:
-        values = np.asarray(location.values, np.float64).reshape(-1, 3)
-        if not same_times:
-            values = np.stack([np.interp(times, location.times, values[:, k]) for k in range(3)], axis=1)
+        part_times, values = parts[0]
+        values = fit.game(part_times, values, False, times)
         if is_root:
             values = values @ axis3
-        keys["position"] = library.positions_for(values, preferred.get("position_indices"))
+        keys["position"] = library.positions_for(values, preferred("position"))
     if rotation is not None:
-        values = np.asarray(rotation.values, np.float64).reshape(-1, 4)
-        if not same_times:
-            values = slerp(rotation.times, values, times)
+        part_times, values = parts[1]
+        values = fit.game(part_times, values, True, times)
         if is_root:
             values = quat_multiply(axis_q * np.array([1, -1, -1, -1]), values)
-        keys["rotation"] = library.rotations_for(values[:, [1, 2, 3, 0]], preferred.get("rotation_indices"))
+        keys["rotation"] = library.rotations_for(values[:, [1, 2, 3, 0]], preferred("rotation"))
     return tmd_format.Channel(flags, keys)
 
 
-def _animations_out(scene: Scene, skeleton: Skeleton | None, node_count: int, axis3, library: _Library):
+def _at_stored(frames: np.ndarray, stored_frames: np.ndarray, nearest: bool = False) -> np.ndarray:
+    """Per frame whether it is one of the file's key frames (``nearest``: which one, else -1)."""
+    if not len(stored_frames):
+        return np.full(len(frames), -1) if nearest else np.zeros(len(frames), bool)
+    order = np.argsort(stored_frames, kind="stable")
+    at = np.clip(np.searchsorted(stored_frames[order], frames), 1, len(order)) - 1
+    best = np.where(
+        (at + 1 < len(order))
+        & (
+            np.abs(stored_frames[order][np.minimum(at + 1, len(order) - 1)] - frames)
+            < np.abs(stored_frames[order][at] - frames)
+        ),
+        at + 1,
+        at,
+    )
+    close = np.abs(stored_frames[order][best] - frames) <= TIME_TOLERANCE
+    if not nearest:
+        return close
+    return np.where(close, order[best], -1)
+
+
+def _animations_out(
+    scene: Scene, skeleton: Skeleton | None, node_count: int, axis3, library: _Library, fitted: list
+):
     bone_index = {name: i for i, name in enumerate(skeleton.bone_names)} if skeleton else {}
     roots = np.asarray(skeleton.parents) < 0 if skeleton else np.ones(node_count, bool)
     axis_q = _axis_quat(axis3)
@@ -744,7 +795,7 @@ def _animations_out(scene: Scene, skeleton: Skeleton | None, node_count: int, ax
                 channel.target_kind == "bone"
                 and channel.target in bone_index
                 and channel.index is None
-                and channel.path in ("location", "rotation_quaternion")
+                and channel.path in ("location", "rotation_quaternion", "rotation_euler")
             ):
                 by_bone.setdefault(bone_index[channel.target], {})[channel.path] = channel
         stored_flags = extras.get("channel_flags", [])
@@ -756,12 +807,14 @@ def _animations_out(scene: Scene, skeleton: Skeleton | None, node_count: int, ax
                 channels.append(
                     _channel_keys(
                         found.get("location"),
-                        found.get("rotation_quaternion"),
+                        found.get("rotation_quaternion", found.get("rotation_euler")),
                         bool(roots[node]),
                         axis3,
                         axis_q,
                         library,
                         skeleton.bone_names[node],
+                        fitted,
+                        bool(extras.get(fit.PLAYED_IN_BLENDER)),
                     )
                 )
             else:

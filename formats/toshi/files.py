@@ -28,11 +28,15 @@ Orientation = oriented(convert.AXES)
 @dataclass
 class ImportOptions(Orientation):
     lods: str = option(
-        "FIRST",
+        "ALL",
         "Levels of Detail",
         "Which levels of detail to import",
         choices=(
-            ("FIRST", "First Only", "Import the most detailed level only"),
+            (
+                "FIRST",
+                "First Only",
+                "Import the most detailed level only (export then leaves LOD1 and up out)",
+            ),
             ("ALL", "All", "Import every level, each in its own collection (LOD1 and up hidden)"),
         ),
         panel=INCLUDE,

@@ -90,7 +90,7 @@ def test_mixed_folder_from_the_checkout(addon, tmp_path):
         "demo.blend",
     ]
     jpog, tamsoft = (blend_contents(out / n) for n in ("demo.blend", "demo-2.blend"))
-    assert len(jpog["meshes"]) == 2 and len(tamsoft["meshes"]) == 1
+    assert len(jpog["meshes"]) == 4 and len(tamsoft["meshes"]) == 1  # JPOG: both LODs by default
     tertius = blend_contents(out / "a_skeleton.blend")
     assert len(tertius["armatures"]) == 1 and len(tertius["actions"]) == 4  # its own two and the file's two
 
@@ -103,7 +103,7 @@ def test_one_blend_holds_every_model(addon, tmp_path):
     files = json.loads(summary.read_text())["files"]
     assert {f["blend"] for f in files if f["status"] == "ok"} == {str(tmp_path / "all.blend")}
     contents = blend_contents(tmp_path / "all.blend")
-    assert len(contents["armatures"]) == 4 and len(contents["meshes"]) == 5
+    assert len(contents["armatures"]) == 4 and len(contents["meshes"]) == 7  # JPOG: both LODs
     # Every action of every part, the unused ones (other animations of a model) too.
     assert len(contents["actions"]) == sum(f["counts"].get("actions", 0) for f in files)
 
