@@ -74,6 +74,6 @@ def _apply_paired(scene, result) -> list[str]:
         result.actions += added.actions
         scene.warnings += animation_scene.warnings + added.warnings
         first = first or (added.actions[0] if not materials else None)
-    if first is not None:  # the armature plays its first animation, as after importing the model alone
+    if first is not None:  # each application assigned its own: the armature plays the first instead
         compat.assign_action(armature, first, compat.action_slot(first))
     return [f"{scene.name}: {len(paired)} animations loaded with the model"]

@@ -167,7 +167,7 @@ class ModelImportOptions(ModelOrientation):
 
 @dataclass
 class ModelScene(Scene):
-    """A model's Scene and the animation files that belong to it (name → Scene, a BCK's joints still by
+    """A model's Scene and the scenes of the animation files that belong to it (a BCK's joints still by
     index), which operators/j3d_model.py applies to the built model the way the J3D import applies them."""
 
     paired: list[Scene] = field(default_factory=list)
@@ -208,7 +208,11 @@ def _folder_animations(folder: str) -> list[str]:
 
 def _archive_models(archive, path: str, options: ModelImportOptions) -> list[Scene]:
     members = list(archive.members())
-    models = [m for m in members if inspect.detect_model(archives.header(m.data, m.path, 8), m.path)]
+    models = [
+        m
+        for m in members
+        if inspect.detect_model(archives.header(m.data, member_name(path, m.path), 8), m.path)
+    ]
     wanted = options.model.replace("\\", "/").strip("/").lower()
     chosen = [
         m
