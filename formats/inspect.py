@@ -19,7 +19,7 @@ from .registry import family_for
 
 def summarize(data: bytes, name: str) -> str:
     family = family_for(name, data)
-    if family.name == "archives" or not archives.is_compressed(data):
+    if archives.is_archive(data) or not archives.is_compressed(data):  # an archive lists its own wrapping
         return family.summarize(data, name)
     plain = archives.unwrap(data, name)  # a compressed model or animation: summarise what it holds
     return f"{name}: {data[:4].decode()}-compressed, {len(data)} bytes\n" + family.summarize(plain, name)

@@ -190,16 +190,20 @@ FAMILIES: tuple[Family, ...] = (
     # Before "j3d": a model's content is told from an animation's by its file type, not only its magic.
     Family(
         "j3d_model",
-        "J3D model",
-        j3d_files.MODEL_EXTENSIONS,
-        j3d_inspect.detect_model,
-        j3d_inspect.summarize,
+        "J3D model / GameCube-Wii archive",
+        j3d_files.MODEL_EXTENSIONS + j3d_files.ARCHIVE_EXTENSIONS,
+        lambda data, name: j3d_inspect.detect_model(data, name) or archives_inspect.detect(data, name),
+        lambda data, name: (
+            archives_inspect.summarize(data, name, kind_of)
+            if archives_inspect.detect(data, name)
+            else j3d_inspect.summarize(data, name)
+        ),
         Importer(
             "import_scene.j3d_model",
             "Import J3D Model",
-            "J3D model (.bmd, .bdl)",
-            "Import Nintendo GameCube/Wii J3D models (.bmd, .bdl): skinned armature, meshes, materials and "
-            "textures; J3D animations then apply to the armature and materials",
+            "J3D model (.bmd, .bdl, .arc, .szs)",
+            "Import Nintendo GameCube/Wii J3D models (.bmd, .bdl, Yaz0/Yay0-compressed or in a RARC/U8 "
+            "archive: .arc .szs .carc): skinned armature, meshes, materials, textures and their animations",
             j3d_files.ModelImportOptions,
             j3d_files.load_model,
         ),
@@ -239,14 +243,6 @@ FAMILIES: tuple[Family, ...] = (
         (".tpl", ".dds", ".gxt"),
         textures_inspect.detect,
         textures_inspect.summarize,
-    ),
-    # Archives (RARC, U8, compressed or not) are listed; the families of their members import them.
-    Family(
-        "archives",
-        "GameCube / Wii archive (RARC, U8)",
-        (".arc", ".szs", ".carc", ".rarc", ".u8"),
-        archives_inspect.detect,
-        lambda data, name: archives_inspect.summarize(data, name, kind_of),
     ),
 )
 

@@ -12,7 +12,7 @@ What a family needs from Blender lives in operators/<family>.py, which defines:
 - ``export_scene(context, path, options) -> Scene``: the selection to export (exporting families);
 - ``apply_to_selection(context, scene, path, options) -> (BuildResult, notes)``: a loaded scene
   onto the selection, for the scenes the importer's ``applies_to_selection`` picks;
-- optionally ``after_build(scene, result)``: finishing touches on newly built data;
+- optionally ``after_build(scene, result)``: finishing touches on newly built data (may return notes);
   ``default_path(context)``: the file name the export browser suggests; ``check(operator,
   context)``: the export file name kept in step with the options; and the functions an
   option's ``choices`` names.
@@ -273,33 +273,42 @@ def import_path(context, family: registry.Family, path: str, options, progress: 
     from .blender.build import build_scene
 
     importer = family.importer
+    counts: dict[str, int] = {}
+    warnings: list[str] = []
+    notes: list[str] = []
     with rollback_on_error():
         if progress:
             progress.status(f"Importing {os.path.basename(path)}")
         try:
-            scene = importer.load(path, options)
+            loaded = importer.load(path, options)
         except FormatError as e:
             raise _wrong_kind(family, path, e) or e from e
-        scene.source = path
         if progress:
             progress.step()
-        applies = importer.applies_to_selection and importer.applies_to_selection(scene)
-        if not getattr(options, "import_animations", True):
-            scene.animations = []
-        if applies:
-            result, notes = blender_side(family).apply_to_selection(context, scene, path, options)
-        else:
-            name = os.path.splitext(os.path.basename(path))[0]
-            result = build_scene(
-                scene, context, collection_name=name, progress=progress and progress.fraction
-            )
-            notes = []
-            finish = getattr(blender_side(family), "after_build", None)
-            if finish:
-                finish(scene, result)
+        # A file holding several models (an archive) loads as a list: one collection each, by its name.
+        scenes = loaded if isinstance(loaded, list) else [loaded]
+        for scene in scenes:
+            scene.source = path
+            applies = importer.applies_to_selection and importer.applies_to_selection(scene)
+            if not getattr(options, "import_animations", True):
+                scene.animations = []
+            if applies:
+                result, done = blender_side(family).apply_to_selection(context, scene, path, options)
+                notes += done
+            else:
+                name = scene.name if isinstance(loaded, list) else os.path.splitext(os.path.basename(path))[0]
+                result = build_scene(
+                    scene, context, collection_name=name, progress=progress and progress.fraction
+                )
+                finish = getattr(blender_side(family), "after_build", None)
+                if finish:
+                    notes += finish(scene, result) or []
+            for kind, n in result.counts().items():
+                counts[kind] = counts.get(kind, 0) + n
+            warnings += scene.warnings
         if progress:
             progress.step()
-    return ImportReport(path, result.counts(), scene.warnings, notes)
+    return ImportReport(path, counts, warnings, notes)
 
 
 def _wrong_kind(family: registry.Family, path: str, error: FormatError) -> FormatError | None:

@@ -11,15 +11,31 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from .. import archives
+from ..archives.layout import member_name
 from ..errors import ExportError, FormatError
-from ..files import read_bytes, write_files
+from ..files import files_in, read_bytes, write_files
 from ..options import Panel, option, oriented
 from ..scene import Image, Scene
-from . import apply, bck, bmt, bpk, brk, btk, btp, container, convert, material_set, model, model_convert
+from . import (
+    apply,
+    bck,
+    bmt,
+    bpk,
+    brk,
+    btk,
+    btp,
+    container,
+    convert,
+    inspect,
+    material_set,
+    model,
+    model_convert,
+)
 
 READERS = {".bck": bck, ".btk": btk, ".brk": brk, ".bpk": bpk, ".btp": btp}
 EXTENSIONS = (*READERS, ".bmt")
@@ -62,6 +78,13 @@ def load(path: str, options: ImportOptions) -> Scene:
     name = os.path.splitext(os.path.basename(path))[0]
     if extension == ".bmt":
         return material_set.bmt_to_scene(bmt.read(data, path), name, path)
+    return load_animation(data, path)
+
+
+def load_animation(data: bytes, path: str) -> Scene:
+    """A J3D animation file's scene, its kind from its extension (a BCK's joints by index)."""
+    extension = os.path.splitext(path)[1].lower()
+    name = os.path.splitext(os.path.basename(path))[0]
     if extension not in READERS:
         if data[:4] == container.MODEL_MAGIC:
             raise FormatError(
@@ -138,14 +161,125 @@ def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
 
 
 ModelOrientation = oriented(model_convert.AXES)
+ARCHIVE_EXTENSIONS = (".arc", ".szs", ".carc", ".rarc", ".u8")
+# The folders of a game's archive that hold its models' animations (the same names unpacked on disk).
+ANIMATION_FOLDERS = ("bck", "brk", "btk", "btp", "bpk")
+MODEL_FOLDERS = ("bmd", "bdl")
 
 
 @dataclass
 class ModelImportOptions(ModelOrientation):
     """A model's import: the axis conversion goes onto its armature object."""
 
+    model: str = option(
+        "",
+        "Model",
+        "In an archive: the model to import, by its path in the archive or its name (bmd/ma_mdl1.bmd or "
+        "ma_mdl1; python -m formats.inspect lists them); empty: every model, one collection each",
+    )
+    import_animations: bool = option(
+        True,
+        "Animations",
+        "Also load the model's animations (.bck .brk .btk .btp .bpk), each as an action: from its folder "
+        "(and the bck/ … folders beside a bmd/ or bdl/ folder), or from its archive's folder and bck/ … "
+        "folders; those made for another model (another joint count, none of its materials) are left out",
+    )
 
-def load_model(path: str, options: ModelImportOptions, read: Callable[[str], bytes] = read_bytes) -> Scene:
-    """A BMD/BDL model: one skeleton, a mesh per shape, its materials and textures."""
+
+@dataclass
+class ModelScene(Scene):
+    """A model's Scene and the scenes of the animation files that belong to it (a BCK's joints still by
+    index), which operators/j3d_model.py applies to the built model the way the J3D import applies them."""
+
+    paired: list[Scene] = field(default_factory=list)
+
+
+def load_model(
+    path: str, options: ModelImportOptions, read: Callable[[str], bytes] = read_bytes
+) -> Scene | list[Scene]:
+    """A BMD/BDL model (compressed or not) with its animations: one skeleton, a mesh per shape, its
+    materials and textures. An archive (RARC, U8, compressed or not) gives a list: its models, or the
+    one ``options.model`` names."""
+    data = read(path)
+    if archives.is_archive(data):
+        return _archive_models(archives.read_archive(data, path), path, options)
     name = os.path.splitext(os.path.basename(path))[0]
-    return model_convert.to_scene(model.read(read(path), path), name, path, options.axis())
+    scene = _model_scene(archives.unwrap(data, path), path, name, options)
+    if options.import_animations and os.path.isdir(os.path.dirname(path) or "."):
+        found = _folder_animations(os.path.dirname(path) or ".")
+        scene.paired = _fitting(scene, [(p, lambda p=p: read_bytes(p)) for p in found])
+    return scene
+
+
+def _model_scene(data: bytes, filename: str, name: str, options: ModelImportOptions) -> ModelScene:
+    scene = model_convert.to_scene(model.read(data, filename), name, filename, options.axis())
+    return ModelScene(**{f.name: getattr(scene, f.name) for f in fields(Scene)})
+
+
+def _folder_animations(folder: str) -> list[str]:
+    """The animation files beside a model, and in the bck/ … folders beside its bmd/ or bdl/ folder."""
+    folders = [folder]
+    if os.path.basename(os.path.abspath(folder)).lower() in MODEL_FOLDERS:
+        parent = os.path.dirname(os.path.abspath(folder))
+        folders += [
+            p for n, p in sorted(files_in(parent).items()) if n in ANIMATION_FOLDERS and os.path.isdir(p)
+        ]
+    return [p for f in folders for n, p in sorted(files_in(f).items()) if os.path.splitext(n)[1] in READERS]
+
+
+def _archive_models(archive, path: str, options: ModelImportOptions) -> list[Scene]:
+    members = list(archive.members())
+    models = [
+        m
+        for m in members
+        if inspect.detect_model(archives.header(m.data, member_name(path, m.path), 8), m.path)
+    ]
+    wanted = options.model.replace("\\", "/").strip("/").lower()
+    chosen = [
+        m
+        for m in models
+        if not wanted or wanted in (m.path.lower(), os.path.splitext(os.path.basename(m.path))[0].lower())
+    ]
+    if not chosen:
+        listed = ", ".join(m.path for m in models) or "none"
+        what = f"no model {options.model!r}" if wanted else "no J3D model (.bmd .bdl)"
+        raise FormatError(path, 0, f"{what} in the archive; its models: {listed}")
+    scenes = []
+    for member in chosen:
+        filename = member_name(path, member.path)
+        name = os.path.splitext(os.path.basename(member.path))[0]
+        scene = _model_scene(archives.unwrap(member.data, filename), filename, name, options)
+        if options.import_animations:
+            folder = os.path.dirname(member.path).lower()
+            found = [
+                m
+                for m in members
+                if os.path.splitext(m.path)[1].lower() in READERS
+                and (
+                    os.path.dirname(m.path).lower() == folder
+                    or os.path.dirname(m.path).lower().rpartition("/")[2] in ANIMATION_FOLDERS
+                )
+            ]
+            scene.paired = _fitting(scene, [(member_name(path, m.path), lambda m=m: m.data) for m in found])
+        scenes.append(scene)
+    return scenes
+
+
+def _fitting(scene: Scene, candidates: list[tuple[str, Callable[[], bytes]]]) -> list[Scene]:
+    """The animations of ``candidates`` (file name, its bytes) made for the model: a BCK with its joint
+    count, the others animating at least one of its materials. A damaged file raises its FormatError."""
+    joints = len(scene.skeletons[0].bone_names)
+    materials = {m.name for m in scene.materials}
+    fitting = []
+    for filename, data in candidates:
+        raw = archives.unwrap(data(), filename)
+        if filename.lower().endswith(".bck"):
+            at = bck.JOINT_COUNT_OFFSET
+            if len(raw) >= at + 2 and int.from_bytes(raw[at : at + 2], "big") != joints:
+                continue  # another model's (a damaged one is left to the reader below)
+        loaded = load_animation(raw, filename)
+        if filename.lower().endswith(".bck") or any(
+            c.target in materials for a in loaded.animations for c in a.channels
+        ):
+            fitting.append(loaded)
+    return fitting

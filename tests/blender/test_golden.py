@@ -96,10 +96,14 @@ def j3d_bmt_then_btp(folder):
     _apply(pattern)
 
 
-def _j3d_model(relative):
+def _j3d_model(relative, **options):
+    """The model alone (its animations have their own cases); ``model``: which one of an archive."""
+
     def case(folder):
         path = corpus_file(relative)
-        assert bpy.ops.import_scene.j3d_model(filepath=str(path)) == {"FINISHED"}
+        assert bpy.ops.import_scene.j3d_model(filepath=str(path), import_animations=False, **options) == {
+            "FINISHED"
+        }
 
     return case
 
@@ -148,6 +152,7 @@ CASES = {
     "j3d_bmt_then_btp": j3d_bmt_then_btp,
     "j3d_model_ba": _j3d_model("j3d-models/ba.bdl"),
     "j3d_model_bluestarcupsuleplanet": _j3d_model("j3d-models/BlueStarCupsulePlanet.bdl"),
+    "j3d_model_sunshinemario_arc_ma_mdl1": _j3d_model("j3d-models/SunshineMario.arc", model="ma_mdl1"),
     "textures_every_gx_format": textures_every_gx_format,
     "textures_corpus_tpl": textures_corpus_tpl,
 }
