@@ -15,6 +15,10 @@
   CONSTANT.
 - visibility → object channels ``hide`` (1 hidden) on the meshes below the group, CONSTANT.
 
+Bone channels carry their origin: the node-delta entries of the floats they drive, as rows
+(keyframe, float, value, tangent in, tangent out), which export writes back for every channel
+that was not edited (``deltas``).
+
 Entries without data are kept as empty animations. Normal deltas and the 8-byte records
 have no Scene counterpart: they travel with the animation's tables in its extras.
 """
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..scene import Animation, Channel, ShapeKey
+from ..scene import Animation, Channel, ChannelOrigin, ShapeKey, keys_digest
 from . import model as fmt
 from .evaluate import FPS, Evaluator, node_matrix
 from .images import texture_image
@@ -67,6 +71,28 @@ def scene_animation(
     result.channels += _texture_channels(model, scene, evaluator, image_of)
     result.channels += _visibility_channels(model, scene, evaluator, parents)
     return result, shape_keys
+
+
+def node_entries(anim: AnimationData, floats: np.ndarray) -> list[list[int]]:
+    """The node-delta entries of the given node floats as (keyframe, float, value, tangent in,
+    tangent out) rows in file order (index-only filler entries left out)."""
+    kf, index, entries = fmt.running_indices(anim.keyframes, "node", anim.node_deltas["step"])
+    deltas = anim.node_deltas[entries]
+    mine = np.isin(index, floats) & (
+        (deltas["value"] != 0) | (deltas["tangent_in"] != 0) | (deltas["tangent_out"] != 0)
+    )
+    rows = np.stack(
+        [kf, index] + [deltas[k].astype(np.int64) for k in ("value", "tangent_in", "tangent_out")], axis=1
+    )
+    return rows[mine].tolist()
+
+
+def _with_origin(channel: Channel, anim: AnimationData, floats: np.ndarray) -> Channel:
+    channel.origin = ChannelOrigin(
+        {"node_floats": [int(floats[0]), int(floats[-1]) + 1], "entries": node_entries(anim, floats)},
+        keys_digest(channel),
+    )
+    return channel
 
 
 def _step_times(evaluator: Evaluator, changed: np.ndarray) -> np.ndarray:
@@ -162,20 +188,19 @@ def _direct_channels(model, evaluator, node, touched, bone) -> list[Channel]:
             right[:-1, 1] = values[:-1] + start_slope[1:] * third[1:]
             right[-1] = (times[-1] + third[-1], values[-1])
             left[0, 1] = values[0]
-            channels.append(
-                Channel(
-                    "bone",
-                    bone,
-                    path,
-                    times.copy(),
-                    values[:, None],
-                    "BEZIER",
-                    left[:, None, :],
-                    right[:, None, :],
-                    extras={"node_float": f},
-                    index=c,
-                )
+            channel = Channel(
+                "bone",
+                bone,
+                path,
+                times.copy(),
+                values[:, None],
+                "BEZIER",
+                left[:, None, :],
+                right[:, None, :],
+                extras={"node_float": f},
+                index=c,
             )
+            channels.append(_with_origin(channel, evaluator.anim, np.array([f])))
     return channels
 
 
@@ -207,9 +232,8 @@ def _baked_channels(model, evaluator, groups, axis, parents, bones, bone_of) -> 
         location, rotation, scale = decompose(matrices)
         bone = bones[bone_of[g]]
         for path, values in (("location", location), ("rotation_quaternion", rotation), ("scale", scale)):
-            channels.append(
-                Channel("bone", bone, path, times.copy(), values, "LINEAR", extras={"baked": True})
-            )
+            channel = Channel("bone", bone, path, times.copy(), values, "LINEAR", extras={"baked": True})
+            channels.append(_with_origin(channel, evaluator.anim, np.arange(node, node + NODE_FLOATS)))
     return channels
 
 
