@@ -1,13 +1,16 @@
 """TTYD animations edited in Blender: one moved key re-encodes only its channel, and a new action
-keyed in Blender exports and plays back in the game's evaluator as Blender played it.
+keyed in Blender exports and plays back in the game's evaluator as Blender played it; a zero rest
+scale poses without NaN and exports unit normals.
 
 The model is the playback fixture (tests/blender/ttyd_support.py): "walk" keys the body's
 location Y (node float 25) and rotation B X (float 33) as per-component Bézier channels.
 """
 
+import bmesh
 import bpy
 import numpy as np
 import pytest
+import ttyd_fixtures as F
 from retro_models.formats.ttyd import convert
 from retro_models.formats.ttyd import model as fmt
 from retro_models.formats.ttyd.channels import node_entries
@@ -99,3 +102,25 @@ def test_new_action_exports_and_plays_as_keyed(imported):
         game = pose.positions[0] @ world[0][:3, :3].T + world[0][:3, 3]
         worst = max(worst, float(np.abs(shown - game).max()))
     assert worst < QUANTISED, worst
+
+
+@pytest.mark.parametrize("node, scale", [(24, (0.0, 0.0, 0.0)), (24, (1.0, 0.0, 1.0)), (0, (0.0, 0.0, 0.0))])
+def test_zero_rest_scale_poses_without_nan_and_keeps_unit_normals(empty_scene, tmp_path, node, scale):
+    model = fmt.read(F.build())
+    model.node_floats[node + 3 : node + 6] = scale  # the body (24) or the root (0) collapses its shape
+    (tmp_path / "c_test").write_bytes(fmt.write(model))
+    assert bpy.ops.import_scene.ttyd_model(filepath=str(tmp_path / "c_test")) == {"FINISHED"}
+    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    for frame in (0.0, 2.5, 5.0, 7.25):
+        set_frame(frame)
+        for bone in armature.pose.bones:
+            assert np.isfinite(np.array(bone.matrix)).all(), (frame, bone.name)
+    body = bpy.data.objects["body"]
+    mesh = bmesh.new()
+    mesh.from_mesh(body.data)
+    mesh.faces.ensure_lookup_table()
+    bmesh.ops.delete(mesh, geom=[mesh.faces[0]], context="FACES_ONLY")  # new topology: rebuilt on export
+    mesh.to_mesh(body.data)
+    mesh.free()
+    written = fmt.read(export(tmp_path, armature).read_bytes())
+    assert len(written.normals) and np.allclose(np.linalg.norm(written.normals, axis=1), 1.0, atol=1e-5)
