@@ -7,7 +7,8 @@
   Normals or decoded CompressedNormals → POINT normals; each Texture → an image
   slot of the mesh's material (image named by the texture string, no pixels)
   and its TextureCoordinates → a UV layer; tangent vectors → ``Mesh.tangents``
-  (horizontal vector + sign of the vertical one).
+  (horizontal vector + the signed scale of the vertical one: its sign, or the file's
+  CompressedTangentVectors multiplier as it is, so 0.875 stays 0.875).
 - AX3FrameAnimation → channels keyed once per frame at the file's fps;
   AX3TrackAnimation → channels keyed at the key times (seconds × ``TRACK_FPS``).
   Channels: ``location`` and ``rotation_quaternion`` (w, x, y, z) per bone.
@@ -367,7 +368,9 @@ class _Import:
                     continue
                 horizontal, vertical = pair
                 sign = np.ones(len(horizontal))
-                if normals is not None:
+                if isinstance(c, res.CompressedTangentVectors):
+                    sign = c.multipliers.astype(np.float64)  # the signed scale, kept whole (0.875 stays)
+                elif normals is not None:
                     sign[np.sum(np.cross(normals, horizontal) * vertical, -1) < 0] = -1.0
                 data = np.concatenate([_apply(self.axis, horizontal), sign[:, None]], axis=1)
                 mesh.tangents = Layer("tangents", data.astype(np.float32))
@@ -549,11 +552,13 @@ class _MeshData:
         horizontal = _apply(self.axis_t, data[:, :3])
         sign = np.where(data[:, 3] < 0, -1.0, 1.0)
         normals = self.normals.astype(np.float64)
+        # The fourth component is the multiplier of decision 12 (± 1 unless the file said otherwise).
+        multipliers = data[:, 3].astype(np.float64)
         if kind == "tangents":
-            vertical = np.cross(normals, horizontal) * sign[:, None]
+            vertical = np.cross(normals, horizontal) * multipliers[:, None]
             return res.TangentVectors(horizontal.astype(np.float32), vertical.astype(np.float32))
         if kind == "compressed_tangents":
-            return res.CompressedTangentVectors(horizontal.astype(np.float32), sign.astype(np.float32))
+            return res.CompressedTangentVectors(horizontal.astype(np.float32), multipliers.astype(np.float32))
         coefficients = self.coefficients()
         vertical = np.cross(vectors.decode_normals(coefficients), horizontal) * sign[:, None]
         return res.HighCompressedTangentVectors(

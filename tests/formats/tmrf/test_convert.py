@@ -304,3 +304,20 @@ def test_scene_from_another_format():
     assert again.uv_layers[0].data.tolist() == [[0, 0], [1, 0], [1, 1], [0, 1]]
     assert again.normals.data.tolist() == [[0, 0, 1]] * 4
     assert again.triangles.tolist() == triangles.tolist()
+
+
+def test_tangent_multipliers_are_kept(data):
+    model = media.read(data)
+    mesh = next(r for r in model.walk() if model.type_name(r) == "TriangleMesh")
+    texture = next(r for r in mesh.children if model.type_name(r) == "Texture")
+    # The compressed tangent list first (the one shown), with multipliers that are not bare signs.
+    texture.children.sort(key=lambda r: model.type_name(r) != "CompressedTangentVectors")
+    compressed = texture.children[0].content
+    compressed.multipliers[:] = (0.875, -0.875, 1.0)
+    scene = convert.to_scene(media.read(media.write(model)))
+    assert scene.meshes[0].tangents.data[:, 3].tolist() == [0.875, -0.875, 1.0]
+    for options in ({}, {"tangents": "compressed"}):  # kept layout, and written again from the scene
+        source = strip_layout(scene) if options else scene
+        back = media.read(media.write(convert.from_scene(source, **options)))
+        written = next(r.content for r in back.walk() if back.type_name(r) == "CompressedTangentVectors")
+        assert written.multipliers.tolist() == [0.875, -0.875, 1.0], options
