@@ -28,6 +28,9 @@ without a layout entry are added as new resources.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+
 import numpy as np
 
 from ..scene import (
@@ -152,6 +155,7 @@ class _Import:
                 self.frame_animation(i, r.content)
             elif isinstance(r.content, res.TrackAnimation):
                 self.track_animation(i, r.content)
+        _common_rate(self.scene.animations)
         for item in self.scene.skeletons + self.scene.meshes + self.scene.animations:
             item.extras["tmrf_name"] = item.name  # a different name on export is a rename
         self.scene.extras["tmrf"] = {
@@ -467,6 +471,53 @@ def _unique(name: str, taken: set[str]) -> str:
     while candidate in taken:
         candidate, n = f"{name}.{n:03d}", n + 1
     return candidate
+
+
+OWN_FPS = "tmrf_fps"  # animation extras: the file's own rate when the scene shows it at another
+
+
+def _common_rate(animations: list[Animation]) -> None:
+    """Every animation at the first one's rate (the scene's), keys moved so that each still plays at its
+    own speed; its own rate kept under ``OWN_FPS`` for export."""
+    if not animations:
+        return
+    common = animations[0].fps
+    for animation in animations[1:]:
+        if animation.fps != common:
+            animation.extras[OWN_FPS] = animation.fps
+            _rescale(animation, common / animation.fps)
+            animation.fps = common
+
+
+def _own_rate(animation: Animation) -> Animation:
+    """The animation at its file's own rate again (a copy), when the scene shows it at another."""
+    own = animation.extras.get(OWN_FPS)
+    if own is None or not own > 0 or animation.fps == own:
+        return animation
+    animation = copy.deepcopy(animation)
+    _rescale(animation, own / animation.fps)
+    animation.fps = own
+    return animation
+
+
+def _rescale(animation: Animation, factor: float) -> None:
+    """Key times (and handle frames) and the range multiplied by ``factor``; whole results stay whole."""
+
+    def scaled(times):
+        times = np.asarray(times, np.float64) * factor
+        whole = np.round(times)
+        return np.where(np.abs(times - whole) <= 1e-9 * np.maximum(1.0, np.abs(whole)), whole, times)
+
+    animation.frame_start = float(scaled(animation.frame_start))
+    animation.frame_end = float(scaled(animation.frame_end))
+    for channel in animation.channels:
+        channel.times = scaled(channel.times)
+        for side in ("handles_left", "handles_right"):
+            handles = getattr(channel, side)
+            if handles is not None:
+                handles = np.array(handles, np.float64)
+                handles[..., 0] = scaled(handles[..., 0])
+                setattr(channel, side, handles)
 
 
 def to_scene(model: MediaFile, axis: np.ndarray | None = None) -> Scene:
@@ -1176,6 +1227,7 @@ def from_scene(
     imported resource's own encoding (new ones: compressed normals, no tangent
     compression, frame animations, f32 orientations).
     """
+    scene = dataclasses.replace(scene, animations=[_own_rate(a) for a in scene.animations])
     export = _Export(scene, axis, normals, tangents, animation, s16, content)
     builder = export.rebuild() if export.layout else Builder(strings=export.strings)
     export.add_new(builder)

@@ -88,7 +88,7 @@ def test_import_builds_armature_skinned_mesh_and_actions(empty_scene, tmp_path):
         (fc.data_path.rsplit(".", 1)[1], tuple(k.co[0] for k in fc.keyframe_points))
         for fc in compat.action_fcurves(run)
     }
-    end = 1.5 * convert.TRACK_FPS
+    end = 1.5 * 24  # 1.5 s at the scene's rate (the walk's), so that "run" plays at its own speed
     assert {f for path, f in run_frames if path == "location"} == {(0.0, end)}  # keys at 0 s and 1.5 s
     # Quaternion F-curves also hold the slerp at every whole frame between keys (curves.slerp_keys).
     assert {f for path, f in run_frames if path == "rotation_quaternion"} == {tuple(np.arange(end + 1))}

@@ -87,9 +87,12 @@ def test_frame_animation(scene):
 
 def test_track_animation(scene):
     run = scene.animations[1]
-    assert (run.name, run.fps, run.frame_end) == ("run", convert.TRACK_FPS, 45)
+    # 1.5 s long: shown at the walk's 24 fps (the scene's rate) with keys at 0 s and 1.5 s, so it plays
+    # at its own speed; its own rate (TRACK_FPS frames a second) is kept for export.
+    assert (run.name, run.fps, run.frame_end) == ("run", 24.0, 36)
+    assert run.extras[convert.OWN_FPS] == convert.TRACK_FPS
     channels = {(c.target, c.path): c for c in run.channels}
-    assert channels["root", "location"].times.tolist() == [0, 45]
+    assert channels["root", "location"].times.tolist() == [0, 36]
     assert channels["root", "location"].values.tolist() == [[0, 0, 0], [1, 0, 0]]
     assert channels["root", "rotation_quaternion"].values.tolist() == [[1, 0, 0, 0], [0, 0, 0, 1]]
 
