@@ -639,7 +639,7 @@ class _Export:
         self.axis = np.eye(4) if axis is None else np.asarray(axis, np.float64)
         self.kinds = CONTENTS[content]
         stored = scene.extras.get("tmrf") or {}
-        self.layout: list[dict] = stored.get("resources", [])
+        self.layout: list[dict] = list(stored.get("resources", []))  # entries replaced, never changed
         strings = StringTable(
             stored.get("pool", b""), np.array(stored.get("spans", []), np.uint32).reshape(-1, 2)
         )
@@ -976,8 +976,7 @@ class _Export:
             if not users and not never_used:
                 _remove(self.model, points)
                 continue
-            for j, data in users:
-                points.content.points[self.layout[j]["vertex_points"]] = data.positions
+            self.place_points(points.content, users, built)
             for k, child in list(built.items()):
                 if self.layout[k]["parent"] == i and isinstance(child.content, res.SkeletalDeform):
                     deform = _stored_deform(self.layout[k])
@@ -990,6 +989,42 @@ class _Export:
         alive = {id(r) for r in self.model.walk()}
         for k in [k for k, r in built.items() if id(r) not in alive]:
             del built[k]
+
+    def place_points(self, points: res.PointList, users, built: dict[int, Resource]) -> None:
+        """The meshes' vertex positions into the point list. A point whose vertices now disagree keeps
+        the vertices still at its position (else the first one's position), and each other position
+        gets a new point, so that no vertex's move is lost; a point all of whose vertices moved alike
+        moves."""
+        vertex_points = [np.array(self.layout[j]["vertex_points"], np.int64) for j, _ in users]
+        if not users:
+            return
+        point_of = np.concatenate(vertex_points)
+        where = np.concatenate([np.asarray(data.positions, np.float32) for _, data in users])
+        original = points.points[point_of]
+        # Per point, the position it keeps: a vertex still at the original value, else its first vertex's.
+        moved = ~(where == original).all(axis=1)
+        order = np.lexsort((np.arange(len(point_of)), moved, point_of))
+        first = np.ones(len(order), bool)
+        first[1:] = point_of[order][1:] != point_of[order][:-1]
+        kept = np.empty((len(points.points), 3), np.float32)
+        kept[point_of[order][first]] = where[order][first]
+        stays = (where == kept[point_of]).all(axis=1) | (np.isnan(where) & np.isnan(kept[point_of])).all(
+            axis=1
+        )
+        moved_to = point_of.copy()
+        if not stays.all():
+            rows = np.concatenate([point_of[~stays, None], where[~stays]], axis=1, dtype=np.float64)
+            unique, new = np.unique(rows, axis=0, return_inverse=True)
+            moved_to[~stays] = len(points.points) + new.ravel()
+            points.points = np.concatenate([points.points, unique[:, 1:].astype(np.float32)])
+        points.points[point_of[stays]] = where[stays]
+        start = 0
+        for (j, _), vp in zip(users, vertex_points, strict=True):
+            mine = moved_to[start : start + len(vp)]
+            start += len(vp)
+            if not np.array_equal(mine, vp):
+                self.layout[j] = {**self.layout[j], "vertex_points": _ints(mine)}
+                built[j].content.vertex_points = mine.astype(np.uint32)
 
     def matching_deform(
         self, stored: res.SkeletalDeform, users, point_count: int

@@ -324,3 +324,34 @@ def test_tangent_multipliers_are_kept(data):
         back = media.read(media.write(convert.from_scene(source, **options)))
         written = next(r.content for r in back.walk() if back.type_name(r) == "CompressedTangentVectors")
         assert written.multipliers.tolist() == [0.875, -0.875, 1.0], options
+
+
+def shared_point_file(data) -> bytes:
+    """The fixture with its mesh's last two vertices on one point (the second's)."""
+    model = media.read(data)
+    mesh = next(r.content for r in model.walk() if model.type_name(r) == "TriangleMesh")
+    mesh.vertex_points[2] = mesh.vertex_points[1]
+    return media.write(model)
+
+
+@pytest.mark.parametrize(
+    ("moves", "points"),
+    [
+        ({2: (0.0, 0.5, 0.0)}, 1),  # one of two sharers moves: it gets a point of its own
+        ({1: (0.0, 0.5, 0.0), 2: (0.0, 0.5, 0.0)}, 0),  # both move alike: the point moves
+    ],
+)
+def test_a_vertex_moved_off_a_shared_point_is_kept(data, moves, points):
+    source = shared_point_file(data)
+    scene = convert.to_scene(media.read(source))
+    mesh = scene.meshes[0]
+    for vertex, offset in moves.items():
+        mesh.positions[vertex] += np.array(offset, np.float32)
+    back = media.read(media.write(convert.from_scene(scene)))
+    again = convert.to_scene(back)
+    np.testing.assert_array_equal(again.meshes[0].positions, mesh.positions)
+    before = next(r.content for r in media.read(source).walk() if isinstance(r.content, res.PointList))
+    after = next(r.content for r in back.walk() if isinstance(r.content, res.PointList))
+    assert len(after.points) == len(before.points) + points
+    # The skin follows: the new point blends as the one it left.
+    np.testing.assert_allclose(again.meshes[0].skin_weights, scene.meshes[0].skin_weights)
