@@ -391,6 +391,7 @@ class _Import:
         for bone in content.bones:
             positions, orientations = bone.decode()
             self.bone_channels(animation, self.text(bone.bone, ""), times, positions, orientations)
+            _keep_values(animation, self.text(bone.bone, ""), positions, orientations)
 
     def track_animation(self, i: int, content: res.TrackAnimation) -> None:
         animation = self.animation(i, content.skeleton, TRACK_FPS, float(content.length) * TRACK_FPS)
@@ -401,6 +402,7 @@ class _Import:
             self.bone_channels(
                 animation, self.text(binding, ""), times, track["position"], track["orientation"]
             )
+            _keep_values(animation, self.text(binding, ""), track["position"], track["orientation"])
 
     def animation(self, i: int, skeleton_ref: int, fps: float, end: float) -> Animation:
         skeleton = self.skeletons.get(self.strings.name(skeleton_ref))
@@ -534,6 +536,32 @@ def _per_vertex(layer: Layer, triangles: np.ndarray, vertex_count: int) -> np.nd
     out = np.zeros((vertex_count, layer.data.shape[1]), layer.data.dtype)
     out[np.asarray(triangles).ravel()] = layer.data
     return out
+
+
+KEPT_VALUES = "tmrf_values"  # animation extras: {bone: the file's (K, 7) float32 keys, as bytes}
+
+
+def _keep_values(animation: Animation, bone: str, positions, orientations_xyzw) -> None:
+    """The file's key values of a bone, kept so that export gives back every key not edited bit for bit
+    (an edited channel comes back from Blender with float noise on its other keys too)."""
+    values = np.concatenate([np.asarray(positions), np.asarray(orientations_xyzw)], axis=1)
+    animation.extras.setdefault(KEPT_VALUES, {})[bone] = values.astype(np.float32).tobytes()
+
+
+def _kept_values(animation: Animation, bone: str, positions, quats_xyzw) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (per component) and orientations (per key, either sign) still within tolerance of the
+    kept file values, replaced by them."""
+    raw = animation.extras.get(KEPT_VALUES, {}).get(bone)
+    if not isinstance(raw, bytes) or len(raw) != len(positions) * 28:
+        return positions, quats_xyzw
+    kept = np.frombuffer(raw, np.float32).reshape(-1, 7)
+    with np.errstate(invalid="ignore"):
+        near = np.abs(positions - kept[:, :3]) <= TOLERANCE
+        positions = np.where(near, kept[:, :3], positions)
+        same = (np.abs(quats_xyzw - kept[:, 3:]) <= TOLERANCE).all(axis=1)
+        flipped = (np.abs(quats_xyzw + kept[:, 3:]) <= TOLERANCE).all(axis=1)
+    quats_xyzw = np.where((same | flipped)[:, None], kept[:, 3:], quats_xyzw)
+    return positions, quats_xyzw
 
 
 def _bone_values(channels: list[Channel], path: str, times: np.ndarray, default: np.ndarray) -> np.ndarray:
@@ -827,7 +855,7 @@ class _Export:
         quats = _bone_values(channels, "rotation_quaternion", times, default_quat)
         if _is_root(self.scene, animation.skeleton, bone_name):
             positions, quats = _root_channels(positions, quats, self.axis, inverse=True)
-        return positions, quats[:, [1, 2, 3, 0]]
+        return _kept_values(animation, bone_name, positions, quats[:, [1, 2, 3, 0]])
 
     # -- the layout of an imported file, rebuilt -------------------------------------
 
