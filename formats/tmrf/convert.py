@@ -529,6 +529,66 @@ def to_scene(model: MediaFile, axis: np.ndarray | None = None) -> Scene:
 # -- scene → file ------------------------------------------------------------------
 
 
+def _split_seams(mesh: Mesh) -> Mesh:
+    """The mesh with a vertex of its own for every distinct set of corner values (a UV, normal, colour
+    or tangent seam), as the file keeps one value per vertex; a mesh without seams comes back as it is.
+    A vertex keeps its index for the values of its first corner; the others are added after the last."""
+    layers = [mesh.normals, *mesh.uv_layers, *mesh.color_layers, mesh.tangents]
+    corner = [layer for layer in layers if layer is not None and layer.domain == "CORNER"]
+    corners = np.asarray(mesh.triangles, np.int64).reshape(-1)
+    if not corner or not len(corners):
+        return mesh
+    rows = [corners[:, None]] + [
+        np.asarray(layer.data, np.float64).reshape(len(corners), -1) for layer in corner
+    ]
+    _, first, inverse = np.unique(
+        np.concatenate(rows, axis=1), axis=0, return_index=True, return_inverse=True
+    )
+    vertex = corners[first]
+    order = np.lexsort((first, vertex))
+    primary = np.zeros(len(first), bool)
+    primary[order[np.r_[True, vertex[order][1:] != vertex[order][:-1]]]] = True
+    if primary.all():
+        return mesh
+    extra = np.flatnonzero(~primary)
+    extra = extra[np.argsort(first[extra])]
+    count = len(mesh.positions)
+    new_index = np.empty(len(first), np.int64)
+    new_index[primary] = vertex[primary]
+    new_index[extra] = count + np.arange(len(extra))
+    source = np.concatenate([np.arange(count), vertex[extra]])
+    corner_of = np.full(len(source), -1, np.int64)  # a corner of each vertex (−1: none)
+    corner_of[new_index] = first
+
+    def point_layer(layer: Layer | None) -> Layer | None:
+        if layer is None:
+            return None
+        data = np.asarray(layer.data)
+        if layer.domain != "CORNER":
+            return dataclasses.replace(layer, data=data[source])
+        out = np.zeros((len(source),) + data.shape[1:], data.dtype)
+        out[corner_of >= 0] = data[corner_of[corner_of >= 0]]
+        return dataclasses.replace(layer, data=out, domain="POINT")
+
+    def rows_of(values):
+        return None if values is None else np.asarray(values)[source]
+
+    return dataclasses.replace(
+        mesh,
+        positions=np.asarray(mesh.positions)[source],
+        triangles=new_index[inverse.ravel()].reshape(-1, 3).astype(np.int32),
+        normals=point_layer(mesh.normals),
+        uv_layers=[point_layer(layer) for layer in mesh.uv_layers],
+        color_layers=[point_layer(layer) for layer in mesh.color_layers],
+        tangents=point_layer(mesh.tangents),
+        skin_joints=rows_of(mesh.skin_joints),
+        skin_weights=rows_of(mesh.skin_weights),
+        shape_keys=[
+            dataclasses.replace(k, positions=np.asarray(k.positions)[source]) for k in mesh.shape_keys
+        ],
+    )
+
+
 def _per_vertex(layer: Layer, triangles: np.ndarray, vertex_count: int) -> np.ndarray:
     """A layer's values per vertex (a corner layer gives each vertex one of its corners' values)."""
     if layer.domain == "POINT":
@@ -1290,7 +1350,11 @@ def from_scene(
     imported resource's own encoding (new ones: compressed normals, no tangent
     compression, frame animations, f32 orientations).
     """
-    scene = dataclasses.replace(scene, animations=[_own_rate(a) for a in scene.animations])
+    scene = dataclasses.replace(
+        scene,
+        meshes=[_split_seams(m) for m in scene.meshes],
+        animations=[_own_rate(a) for a in scene.animations],
+    )
     export = _Export(scene, axis, normals, tangents, animation, s16, content)
     builder = export.rebuild() if export.layout else Builder(strings=export.strings)
     export.add_new(builder)

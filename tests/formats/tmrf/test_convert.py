@@ -355,3 +355,23 @@ def test_a_vertex_moved_off_a_shared_point_is_kept(data, moves, points):
     assert len(after.points) == len(before.points) + points
     # The skin follows: the new point blends as the one it left.
     np.testing.assert_allclose(again.meshes[0].skin_weights, scene.meshes[0].skin_weights)
+
+
+def test_new_mesh_splits_vertices_at_uv_and_normal_seams():
+    triangles = np.array([[0, 1, 2], [0, 2, 3]], np.int32)
+    positions = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], np.float32)
+    # Per corner: the second triangle has its own UVs at the shared corners and a flat normal of its own.
+    uv = np.array([[0, 0], [1, 0], [1, 1], [0.5, 0], [0.5, 1], [0, 1]], np.float32)
+    normals = np.array([[0, 0, 1]] * 3 + [[0, 0.6, 0.8]] * 3, np.float32)
+    mesh = Mesh(
+        "quad", positions, triangles, Layer("normals", normals, "CORNER"), [Layer("UVMap", uv, "CORNER")]
+    )
+    back = convert.to_scene(
+        media.read(media.write(convert.from_scene(Scene("quad", meshes=[mesh]), normals="none")))
+    )
+    (got,) = back.meshes
+    assert len(got.positions) == 6  # vertices 0 and 2 split
+    corners = got.triangles.reshape(-1)
+    np.testing.assert_array_equal(got.positions[corners], positions[triangles.reshape(-1)])
+    np.testing.assert_array_equal(got.uv_layers[0].data[corners], uv)
+    np.testing.assert_allclose(got.normals.data[corners], normals, atol=1e-6)
