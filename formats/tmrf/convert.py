@@ -475,6 +475,7 @@ def _unique(name: str, taken: set[str]) -> str:
     return candidate
 
 
+KIND = "tmrf_kind"  # animation extras: "frame" or "track", the kind a new resource of it is written as
 OWN_FPS = "tmrf_fps"  # animation extras: the file's own rate when the scene shows it at another
 
 
@@ -1196,7 +1197,7 @@ class _Export:
         if "animation" in self.kinds:
             for k, animation in enumerate(self.scene.animations):
                 if k not in used["animation"]:
-                    if (self.animation_mode or "frame") == "frame":
+                    if (self.animation_mode or animation.extras.get(KIND, "frame")) == "frame":
                         builder.add(res.FRAME_ANIMATION, self.frame_content(animation), animation.name)
                     else:
                         builder.add(res.TRACK_ANIMATION, self.track_content(animation), animation.name)

@@ -219,12 +219,13 @@ def test_animation_file_applies_to_the_selected_armature(empty_scene, tmp_path, 
     # Exporting the animations gives the file back; the skeleton file too.
     assert export(tmp_path / "moves.tapk", **axes) == animations
     assert export(tmp_path / "skel.tskl", **axes) == skeleton
-    # In a model, they are new resources bound to the armature's skeleton.
+    # In a model, they are new resources bound to the armature's skeleton, each of the kind it was.
     model = media.read(export(tmp_path / "all.tmdl", **axes))
     kinds = [model.type_name(r) for r in model.walk()]
-    assert kinds.count("AX3Skeleton") == 1 and kinds.count("AX3FrameAnimation") == 2
+    assert kinds.count("AX3Skeleton") == 1
+    assert kinds.count("AX3FrameAnimation") == 1 and kinds.count("AX3TrackAnimation") == 1
     for r in model.walk():
-        if isinstance(r.content, res.FrameAnimation):
+        if isinstance(r.content, (res.FrameAnimation, res.TrackAnimation)):
             assert model.strings.name(r.content.skeleton) == "skel"
 
 
