@@ -7,7 +7,8 @@
   Normals or decoded CompressedNormals → POINT normals; each Texture → an image
   slot of the mesh's material (image named by the texture string, no pixels)
   and its TextureCoordinates → a UV layer; tangent vectors → ``Mesh.tangents``
-  (horizontal vector + sign of the vertical one).
+  (horizontal vector + the signed scale of the vertical one: its sign, or the file's
+  CompressedTangentVectors multiplier as it is, so 0.875 stays 0.875).
 - AX3FrameAnimation → channels keyed once per frame at the file's fps;
   AX3TrackAnimation → channels keyed at the key times (seconds × ``TRACK_FPS``).
   Channels: ``location`` and ``rotation_quaternion`` (w, x, y, z) per bone.
@@ -26,6 +27,9 @@ without a layout entry are added as new resources.
 """
 
 from __future__ import annotations
+
+import copy
+import dataclasses
 
 import numpy as np
 
@@ -151,6 +155,7 @@ class _Import:
                 self.frame_animation(i, r.content)
             elif isinstance(r.content, res.TrackAnimation):
                 self.track_animation(i, r.content)
+        _common_rate(self.scene.animations)
         for item in self.scene.skeletons + self.scene.meshes + self.scene.animations:
             item.extras["tmrf_name"] = item.name  # a different name on export is a rename
         self.scene.extras["tmrf"] = {
@@ -367,7 +372,9 @@ class _Import:
                     continue
                 horizontal, vertical = pair
                 sign = np.ones(len(horizontal))
-                if normals is not None:
+                if isinstance(c, res.CompressedTangentVectors):
+                    sign = c.multipliers.astype(np.float64)  # the signed scale, kept whole (0.875 stays)
+                elif normals is not None:
                     sign[np.sum(np.cross(normals, horizontal) * vertical, -1) < 0] = -1.0
                 data = np.concatenate([_apply(self.axis, horizontal), sign[:, None]], axis=1)
                 mesh.tangents = Layer("tangents", data.astype(np.float32))
@@ -384,6 +391,7 @@ class _Import:
         for bone in content.bones:
             positions, orientations = bone.decode()
             self.bone_channels(animation, self.text(bone.bone, ""), times, positions, orientations)
+            _keep_values(animation, self.text(bone.bone, ""), positions, orientations)
 
     def track_animation(self, i: int, content: res.TrackAnimation) -> None:
         animation = self.animation(i, content.skeleton, TRACK_FPS, float(content.length) * TRACK_FPS)
@@ -394,6 +402,7 @@ class _Import:
             self.bone_channels(
                 animation, self.text(binding, ""), times, track["position"], track["orientation"]
             )
+            _keep_values(animation, self.text(binding, ""), track["position"], track["orientation"])
 
     def animation(self, i: int, skeleton_ref: int, fps: float, end: float) -> Animation:
         skeleton = self.skeletons.get(self.strings.name(skeleton_ref))
@@ -466,11 +475,119 @@ def _unique(name: str, taken: set[str]) -> str:
     return candidate
 
 
+KIND = "tmrf_kind"  # animation extras: "frame" or "track", the kind a new resource of it is written as
+OWN_FPS = "tmrf_fps"  # animation extras: the file's own rate when the scene shows it at another
+
+
+def _common_rate(animations: list[Animation]) -> None:
+    """Every animation at the first one's rate (the scene's), keys moved so that each still plays at its
+    own speed; its own rate kept under ``OWN_FPS`` for export."""
+    if not animations:
+        return
+    common = animations[0].fps
+    for animation in animations[1:]:
+        if animation.fps != common:
+            animation.extras[OWN_FPS] = animation.fps
+            _rescale(animation, common / animation.fps)
+            animation.fps = common
+
+
+def _own_rate(animation: Animation) -> Animation:
+    """The animation at its file's own rate again (a copy), when the scene shows it at another."""
+    own = animation.extras.get(OWN_FPS)
+    if own is None or not own > 0 or animation.fps == own:
+        return animation
+    animation = copy.deepcopy(animation)
+    _rescale(animation, own / animation.fps)
+    animation.fps = own
+    return animation
+
+
+def _rescale(animation: Animation, factor: float) -> None:
+    """Key times (and handle frames) and the range multiplied by ``factor``; whole results stay whole."""
+
+    def scaled(times):
+        times = np.asarray(times, np.float64) * factor
+        whole = np.round(times)
+        return np.where(np.abs(times - whole) <= 1e-9 * np.maximum(1.0, np.abs(whole)), whole, times)
+
+    animation.frame_start = float(scaled(animation.frame_start))
+    animation.frame_end = float(scaled(animation.frame_end))
+    for channel in animation.channels:
+        channel.times = scaled(channel.times)
+        for side in ("handles_left", "handles_right"):
+            handles = getattr(channel, side)
+            if handles is not None:
+                handles = np.array(handles, np.float64)
+                handles[..., 0] = scaled(handles[..., 0])
+                setattr(channel, side, handles)
+
+
 def to_scene(model: MediaFile, axis: np.ndarray | None = None) -> Scene:
     return _Import(model, np.eye(4) if axis is None else np.asarray(axis, np.float64)).run()
 
 
 # -- scene → file ------------------------------------------------------------------
+
+
+def _split_seams(mesh: Mesh) -> Mesh:
+    """The mesh with a vertex of its own for every distinct set of corner values (a UV, normal, colour
+    or tangent seam), as the file keeps one value per vertex; a mesh without seams comes back as it is.
+    A vertex keeps its index for the values of its first corner; the others are added after the last."""
+    layers = [mesh.normals, *mesh.uv_layers, *mesh.color_layers, mesh.tangents]
+    corner = [layer for layer in layers if layer is not None and layer.domain == "CORNER"]
+    corners = np.asarray(mesh.triangles, np.int64).reshape(-1)
+    if not corner or not len(corners):
+        return mesh
+    rows = [corners[:, None]] + [
+        np.asarray(layer.data, np.float64).reshape(len(corners), -1) for layer in corner
+    ]
+    _, first, inverse = np.unique(
+        np.concatenate(rows, axis=1), axis=0, return_index=True, return_inverse=True
+    )
+    vertex = corners[first]
+    order = np.lexsort((first, vertex))
+    primary = np.zeros(len(first), bool)
+    primary[order[np.r_[True, vertex[order][1:] != vertex[order][:-1]]]] = True
+    if primary.all():
+        return mesh
+    extra = np.flatnonzero(~primary)
+    extra = extra[np.argsort(first[extra])]
+    count = len(mesh.positions)
+    new_index = np.empty(len(first), np.int64)
+    new_index[primary] = vertex[primary]
+    new_index[extra] = count + np.arange(len(extra))
+    source = np.concatenate([np.arange(count), vertex[extra]])
+    corner_of = np.full(len(source), -1, np.int64)  # a corner of each vertex (−1: none)
+    corner_of[new_index] = first
+
+    def point_layer(layer: Layer | None) -> Layer | None:
+        if layer is None:
+            return None
+        data = np.asarray(layer.data)
+        if layer.domain != "CORNER":
+            return dataclasses.replace(layer, data=data[source])
+        out = np.zeros((len(source),) + data.shape[1:], data.dtype)
+        out[corner_of >= 0] = data[corner_of[corner_of >= 0]]
+        return dataclasses.replace(layer, data=out, domain="POINT")
+
+    def rows_of(values):
+        return None if values is None else np.asarray(values)[source]
+
+    return dataclasses.replace(
+        mesh,
+        positions=np.asarray(mesh.positions)[source],
+        triangles=new_index[inverse.ravel()].reshape(-1, 3).astype(np.int32),
+        normals=point_layer(mesh.normals),
+        uv_layers=[point_layer(layer) for layer in mesh.uv_layers],
+        color_layers=[point_layer(layer) for layer in mesh.color_layers],
+        tangents=point_layer(mesh.tangents),
+        skin_joints=rows_of(mesh.skin_joints),
+        skin_weights=rows_of(mesh.skin_weights),
+        shape_keys=[
+            dataclasses.replace(k, positions=np.asarray(k.positions)[source]) for k in mesh.shape_keys
+        ],
+    )
 
 
 def _per_vertex(layer: Layer, triangles: np.ndarray, vertex_count: int) -> np.ndarray:
@@ -480,6 +597,32 @@ def _per_vertex(layer: Layer, triangles: np.ndarray, vertex_count: int) -> np.nd
     out = np.zeros((vertex_count, layer.data.shape[1]), layer.data.dtype)
     out[np.asarray(triangles).ravel()] = layer.data
     return out
+
+
+KEPT_VALUES = "tmrf_values"  # animation extras: {bone: the file's (K, 7) float32 keys, as bytes}
+
+
+def _keep_values(animation: Animation, bone: str, positions, orientations_xyzw) -> None:
+    """The file's key values of a bone, kept so that export gives back every key not edited bit for bit
+    (an edited channel comes back from Blender with float noise on its other keys too)."""
+    values = np.concatenate([np.asarray(positions), np.asarray(orientations_xyzw)], axis=1)
+    animation.extras.setdefault(KEPT_VALUES, {})[bone] = values.astype(np.float32).tobytes()
+
+
+def _kept_values(animation: Animation, bone: str, positions, quats_xyzw) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (per component) and orientations (per key, either sign) still within tolerance of the
+    kept file values, replaced by them."""
+    raw = animation.extras.get(KEPT_VALUES, {}).get(bone)
+    if not isinstance(raw, bytes) or len(raw) != len(positions) * 28:
+        return positions, quats_xyzw
+    kept = np.frombuffer(raw, np.float32).reshape(-1, 7)
+    with np.errstate(invalid="ignore"):
+        near = np.abs(positions - kept[:, :3]) <= TOLERANCE
+        positions = np.where(near, kept[:, :3], positions)
+        same = (np.abs(quats_xyzw - kept[:, 3:]) <= TOLERANCE).all(axis=1)
+        flipped = (np.abs(quats_xyzw + kept[:, 3:]) <= TOLERANCE).all(axis=1)
+    quats_xyzw = np.where((same | flipped)[:, None], kept[:, 3:], quats_xyzw)
+    return positions, quats_xyzw
 
 
 def _bone_values(channels: list[Channel], path: str, times: np.ndarray, default: np.ndarray) -> np.ndarray:
@@ -549,11 +692,13 @@ class _MeshData:
         horizontal = _apply(self.axis_t, data[:, :3])
         sign = np.where(data[:, 3] < 0, -1.0, 1.0)
         normals = self.normals.astype(np.float64)
+        # The fourth component is the multiplier of decision 12 (± 1 unless the file said otherwise).
+        multipliers = data[:, 3].astype(np.float64)
         if kind == "tangents":
-            vertical = np.cross(normals, horizontal) * sign[:, None]
+            vertical = np.cross(normals, horizontal) * multipliers[:, None]
             return res.TangentVectors(horizontal.astype(np.float32), vertical.astype(np.float32))
         if kind == "compressed_tangents":
-            return res.CompressedTangentVectors(horizontal.astype(np.float32), sign.astype(np.float32))
+            return res.CompressedTangentVectors(horizontal.astype(np.float32), multipliers.astype(np.float32))
         coefficients = self.coefficients()
         vertical = np.cross(vectors.decode_normals(coefficients), horizontal) * sign[:, None]
         return res.HighCompressedTangentVectors(
@@ -583,7 +728,7 @@ class _Export:
         self.axis = np.eye(4) if axis is None else np.asarray(axis, np.float64)
         self.kinds = CONTENTS[content]
         stored = scene.extras.get("tmrf") or {}
-        self.layout: list[dict] = stored.get("resources", [])
+        self.layout: list[dict] = list(stored.get("resources", []))  # entries replaced, never changed
         strings = StringTable(
             stored.get("pool", b""), np.array(stored.get("spans", []), np.uint32).reshape(-1, 2)
         )
@@ -771,7 +916,7 @@ class _Export:
         quats = _bone_values(channels, "rotation_quaternion", times, default_quat)
         if _is_root(self.scene, animation.skeleton, bone_name):
             positions, quats = _root_channels(positions, quats, self.axis, inverse=True)
-        return positions, quats[:, [1, 2, 3, 0]]
+        return _kept_values(animation, bone_name, positions, quats[:, [1, 2, 3, 0]])
 
     # -- the layout of an imported file, rebuilt -------------------------------------
 
@@ -920,8 +1065,7 @@ class _Export:
             if not users and not never_used:
                 _remove(self.model, points)
                 continue
-            for j, data in users:
-                points.content.points[self.layout[j]["vertex_points"]] = data.positions
+            self.place_points(points.content, users, built)
             for k, child in list(built.items()):
                 if self.layout[k]["parent"] == i and isinstance(child.content, res.SkeletalDeform):
                     deform = _stored_deform(self.layout[k])
@@ -934,6 +1078,42 @@ class _Export:
         alive = {id(r) for r in self.model.walk()}
         for k in [k for k, r in built.items() if id(r) not in alive]:
             del built[k]
+
+    def place_points(self, points: res.PointList, users, built: dict[int, Resource]) -> None:
+        """The meshes' vertex positions into the point list. A point whose vertices now disagree keeps
+        the vertices still at its position (else the first one's position), and each other position
+        gets a new point, so that no vertex's move is lost; a point all of whose vertices moved alike
+        moves."""
+        vertex_points = [np.array(self.layout[j]["vertex_points"], np.int64) for j, _ in users]
+        if not users:
+            return
+        point_of = np.concatenate(vertex_points)
+        where = np.concatenate([np.asarray(data.positions, np.float32) for _, data in users])
+        original = points.points[point_of]
+        # Per point, the position it keeps: a vertex still at the original value, else its first vertex's.
+        moved = ~(where == original).all(axis=1)
+        order = np.lexsort((np.arange(len(point_of)), moved, point_of))
+        first = np.ones(len(order), bool)
+        first[1:] = point_of[order][1:] != point_of[order][:-1]
+        kept = np.empty((len(points.points), 3), np.float32)
+        kept[point_of[order][first]] = where[order][first]
+        stays = (where == kept[point_of]).all(axis=1) | (np.isnan(where) & np.isnan(kept[point_of])).all(
+            axis=1
+        )
+        moved_to = point_of.copy()
+        if not stays.all():
+            rows = np.concatenate([point_of[~stays, None], where[~stays]], axis=1, dtype=np.float64)
+            unique, new = np.unique(rows, axis=0, return_inverse=True)
+            moved_to[~stays] = len(points.points) + new.ravel()
+            points.points = np.concatenate([points.points, unique[:, 1:].astype(np.float32)])
+        points.points[point_of[stays]] = where[stays]
+        start = 0
+        for (j, _), vp in zip(users, vertex_points, strict=True):
+            mine = moved_to[start : start + len(vp)]
+            start += len(vp)
+            if not np.array_equal(mine, vp):
+                self.layout[j] = {**self.layout[j], "vertex_points": _ints(mine)}
+                built[j].content.vertex_points = mine.astype(np.uint32)
 
     def matching_deform(
         self, stored: res.SkeletalDeform, users, point_count: int
@@ -1017,7 +1197,7 @@ class _Export:
         if "animation" in self.kinds:
             for k, animation in enumerate(self.scene.animations):
                 if k not in used["animation"]:
-                    if (self.animation_mode or "frame") == "frame":
+                    if (self.animation_mode or animation.extras.get(KIND, "frame")) == "frame":
                         builder.add(res.FRAME_ANIMATION, self.frame_content(animation), animation.name)
                     else:
                         builder.add(res.TRACK_ANIMATION, self.track_content(animation), animation.name)
@@ -1171,6 +1351,11 @@ def from_scene(
     imported resource's own encoding (new ones: compressed normals, no tangent
     compression, frame animations, f32 orientations).
     """
+    scene = dataclasses.replace(
+        scene,
+        meshes=[_split_seams(m) for m in scene.meshes],
+        animations=[_own_rate(a) for a in scene.animations],
+    )
     export = _Export(scene, axis, normals, tangents, animation, s16, content)
     builder = export.rebuild() if export.layout else Builder(strings=export.strings)
     export.add_new(builder)

@@ -165,15 +165,20 @@ def export_target(path: str, options: ExportOptions) -> tuple[str, str]:
 def choose_layout(scene: Scene, layouts: dict, content: str) -> None:
     """Animations applied from an animation-only file write that file's layout (one of ``layouts``,
     which the armature kept) back when they are all that is exported; otherwise they are new
-    resources of the exported file."""
+    resources of the exported file, of the kind they were."""
     sources = {a.extras.get(ANIMATION_SOURCE) for a in scene.animations}
     if content == "animations" and len(sources) == 1 and next(iter(sources)) in layouts:
         scene.extras["tmrf"] = layouts[next(iter(sources))]
         return
     for animation in scene.animations:
-        if animation.extras.pop(ANIMATION_SOURCE, None) is not None:
-            animation.extras.pop("tmrf_resource", None)
+        source = animation.extras.pop(ANIMATION_SOURCE, None)
+        if source is not None:
+            resource = animation.extras.pop("tmrf_resource", None)
             animation.extras.pop("tmrf_name", None)
+            # Written as the kind it was in its file (a .tani's track animation stays one).
+            entries = layouts.get(source, {}).get("resources", [])
+            if isinstance(resource, int) and 0 <= resource < len(entries):
+                animation.extras[convert.KIND] = entries[resource]["kind"]
 
 
 def _encoding(value: str) -> str | None:

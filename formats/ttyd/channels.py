@@ -5,7 +5,9 @@
   with Bézier handles a third of each segment away along the game's tangents, which
   reproduces the Hermite curve exactly; otherwise (and for root bones, which carry the axis
   conversion) the local matrices are baked at every frame and keyframe time into
-  ``location``, ``rotation_quaternion`` and ``scale`` (LINEAR).
+  ``location``, ``rotation_quaternion`` and ``scale``, Bézier with handles along the game's
+  slopes on either side of each key (so sub-frames follow the game too); a looping animation's
+  key at its end holds the pose before the seam rather than blending back to the start.
 - position deltas → one shape key per keyframe ("<animation>.<keyframe>", relative to the
   basis) with a LINEAR weight 0 → 1 over that keyframe's segment (CONSTANT for the first
   keyframe).
@@ -15,6 +17,10 @@
   CONSTANT.
 - visibility → object channels ``hide`` (1 hidden) on the meshes below the group, CONSTANT.
 
+Bone channels carry their origin: the node-delta entries of the floats they drive, as rows
+(keyframe, float, value, tangent in, tangent out), which export writes back for every channel
+that was not edited (``deltas``).
+
 Entries without data are kept as empty animations. Normal deltas and the 8-byte records
 have no Scene counterpart: they travel with the animation's tables in its extras.
 """
@@ -23,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..scene import Animation, Channel, ShapeKey
+from ..scene import Animation, Channel, ChannelOrigin, ShapeKey, keys_digest
 from . import model as fmt
 from .evaluate import FPS, Evaluator, node_matrix
 from .images import texture_image
@@ -36,6 +42,7 @@ from .tables import animation_extras
 ROTATION_A, ROTATION_B = slice(6, 9), slice(9, 12)
 PIVOTS = slice(12, 24)
 MAX_BAKED_FRAMES = 100_000
+SLOPE_STEP = 1e-4  # frames: the one-sided difference that gives a baked key's slopes
 
 
 def scene_animation(
@@ -67,6 +74,28 @@ def scene_animation(
     result.channels += _texture_channels(model, scene, evaluator, image_of)
     result.channels += _visibility_channels(model, scene, evaluator, parents)
     return result, shape_keys
+
+
+def node_entries(anim: AnimationData, floats: np.ndarray) -> list[list[int]]:
+    """The node-delta entries of the given node floats as (keyframe, float, value, tangent in,
+    tangent out) rows in file order (index-only filler entries left out)."""
+    kf, index, entries = fmt.running_indices(anim.keyframes, "node", anim.node_deltas["step"])
+    deltas = anim.node_deltas[entries]
+    mine = np.isin(index, floats) & (
+        (deltas["value"] != 0) | (deltas["tangent_in"] != 0) | (deltas["tangent_out"] != 0)
+    )
+    rows = np.stack(
+        [kf, index] + [deltas[k].astype(np.int64) for k in ("value", "tangent_in", "tangent_out")], axis=1
+    )
+    return rows[mine].tolist()
+
+
+def _with_origin(channel: Channel, anim: AnimationData, floats: np.ndarray) -> Channel:
+    channel.origin = ChannelOrigin(
+        {"node_floats": [int(floats[0]), int(floats[-1]) + 1], "entries": node_entries(anim, floats)},
+        keys_digest(channel),
+    )
+    return channel
 
 
 def _step_times(evaluator: Evaluator, changed: np.ndarray) -> np.ndarray:
@@ -162,20 +191,19 @@ def _direct_channels(model, evaluator, node, touched, bone) -> list[Channel]:
             right[:-1, 1] = values[:-1] + start_slope[1:] * third[1:]
             right[-1] = (times[-1] + third[-1], values[-1])
             left[0, 1] = values[0]
-            channels.append(
-                Channel(
-                    "bone",
-                    bone,
-                    path,
-                    times.copy(),
-                    values[:, None],
-                    "BEZIER",
-                    left[:, None, :],
-                    right[:, None, :],
-                    extras={"node_float": f},
-                    index=c,
-                )
+            channel = Channel(
+                "bone",
+                bone,
+                path,
+                times.copy(),
+                values[:, None],
+                "BEZIER",
+                left[:, None, :],
+                right[:, None, :],
+                extras={"node_float": f},
+                index=c,
             )
+            channels.append(_with_origin(channel, evaluator.anim, np.array([f])))
     return channels
 
 
@@ -190,27 +218,79 @@ def bake_times(anim: AnimationData, keyframe_times: np.ndarray) -> np.ndarray:
     return times if len(times) else np.array([anim.start])
 
 
+def _held(anim: AnimationData, times: np.ndarray) -> np.ndarray:
+    """Times at or past a looping animation's end moved just before it: a key there holds the pose the
+    game shows up to the loop seam (at the seam itself it starts again, which the loop shows)."""
+    if anim.loop and anim.end > anim.start:
+        return np.minimum(times, np.nextafter(anim.end, -np.inf))
+    return times
+
+
 def _baked_channels(model, evaluator, groups, axis, parents, bones, bone_of) -> list[Channel]:
-    times = bake_times(evaluator.anim, evaluator.times)
+    """Every frame's decomposed local matrix, with Bézier handles along the game's one-sided slopes at
+    each key, so that Blender follows the Hermite curves between frames too."""
+    anim = evaluator.anim
+    times = bake_times(anim, evaluator.times)
+    lengths = np.diff(times)
+    before = np.concatenate([[lengths[0] if len(lengths) else 1.0], lengths]) / 3.0
+    after = np.concatenate([lengths, [lengths[-1] if len(lengths) else 1.0]]) / 3.0
+    eps = SLOPE_STEP
     channels = []
     for g in groups:
         node = int(model.groups["node"][g])
-        floats = evaluator.node_floats(times, np.arange(node, node + NODE_FLOATS))
-        parent_scale = None
-        if model.groups["compensate"][g] and parents[g] >= 0:
-            parent_node = int(model.groups["node"][parents[g]])
-            parent_scale = evaluator.node_floats(times, np.arange(parent_node + 3, parent_node + 6))
-        with np.errstate(all="ignore"):
-            matrices = node_matrix(floats, parent_scale)
-        if parents[g] < 0:
-            matrices = axis @ matrices
-        location, rotation, scale = decompose(matrices)
+
+        def transforms(at, node=node, g=g):
+            at = _held(anim, at)
+            floats = evaluator.node_floats(at, np.arange(node, node + NODE_FLOATS))
+            parent_scale = None
+            if model.groups["compensate"][g] and parents[g] >= 0:
+                parent_node = int(model.groups["node"][parents[g]])
+                parent_scale = evaluator.node_floats(at, np.arange(parent_node + 3, parent_node + 6))
+            with np.errstate(all="ignore"):
+                matrices = node_matrix(floats, parent_scale)
+            if parents[g] < 0:
+                matrices = axis @ matrices
+            return decompose(matrices)
+
+        here, earlier, later = transforms(times), transforms(times - eps), transforms(times + eps)
+        rotation = _continuous(here[1])
         bone = bones[bone_of[g]]
-        for path, values in (("location", location), ("rotation_quaternion", rotation), ("scale", scale)):
-            channels.append(
-                Channel("bone", bone, path, times.copy(), values, "LINEAR", extras={"baked": True})
+        for k, path in enumerate(("location", "rotation_quaternion", "scale")):
+            values = rotation if k == 1 else here[k]
+            left_slope = (values - _aligned(earlier[k], values, k == 1)) / eps
+            right_slope = (_aligned(later[k], values, k == 1) - values) / eps
+            left = np.stack(
+                [
+                    np.broadcast_to((times - before)[:, None], values.shape),
+                    values - left_slope * before[:, None],
+                ],
+                axis=-1,
             )
+            right = np.stack(
+                [
+                    np.broadcast_to((times + after)[:, None], values.shape),
+                    values + right_slope * after[:, None],
+                ],
+                axis=-1,
+            )
+            channel = Channel(
+                "bone", bone, path, times.copy(), values, "BEZIER", left, right, extras={"baked": True}
+            )
+            channels.append(_with_origin(channel, anim, np.arange(node, node + NODE_FLOATS)))
     return channels
+
+
+def _continuous(quaternions: np.ndarray) -> np.ndarray:
+    """Quaternions with signs chosen so that each is on the side of the one before."""
+    signs = np.where(np.einsum("ij,ij->i", quaternions[1:], quaternions[:-1]) < 0, -1.0, 1.0)
+    return quaternions * np.concatenate([[1.0], np.cumprod(signs)])[:, None]
+
+
+def _aligned(values: np.ndarray, reference: np.ndarray, quaternion: bool) -> np.ndarray:
+    """``values`` with each quaternion's sign matching ``reference``'s (other paths unchanged)."""
+    if not quaternion:
+        return values
+    return values * np.where(np.einsum("ij,ij->i", values, reference) < 0, -1.0, 1.0)[:, None]
 
 
 def _shape_keys(model, scene, evaluator, name, axis, world) -> tuple[list, list[Channel]]:

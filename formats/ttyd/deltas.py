@@ -12,7 +12,7 @@ import numpy as np
 
 from ..curves import sample
 from ..errors import ExportError
-from ..scene import Channel, compose, matrix_to_quat
+from ..scene import Channel, compose, keys_digest, matrix_to_quat
 from . import model as fmt
 from .channels import scene_animation
 from .evaluate import euler_zyx, local_matrices
@@ -24,6 +24,7 @@ from .model import NODE_FLOATS, AnimationData
 from .skeleton import drawing_group, node_floats_from_matrix, shape_matrix
 from .tables import stored_animation
 
+ROTATION_B = slice(9, 12)  # the node floats of the rotation written from whole-transform channels
 ELEMENT_PATHS = {"location": 0, "scale": 3}  # first node float of per-component channels
 
 
@@ -159,8 +160,11 @@ def _encode_animation(
 ):
     """Delta tables for a scene animation (values quantised to the file's steps)."""
     start = float(animation.frame_start)
+    # Channels still as imported keep their keyframes: only the edited ones' key times are added.
+    kept_times = [stored.keyframes["time"]] if stored is not None else []
+    edited = [c for c in animation.channels if stored is None or not _unedited(c)]
     times = np.unique(
-        np.concatenate([[start]] + [np.asarray(c.times, np.float64) for c in animation.channels]).astype(
+        np.concatenate([[start], *kept_times, *(np.asarray(c.times, np.float64) for c in edited)]).astype(
             np.float32
         )
     ).astype(np.float64)
@@ -169,7 +173,8 @@ def _encode_animation(
     anim.base = np.array([(int(animation.loop), start, float(animation.frame_end))], fmt.BASE_DTYPE)
     anim.keyframes = np.zeros(count, fmt.KEYFRAME_DTYPE)
     anim.keyframes["time"] = times
-    _encode_nodes(model, scene, animation, anim, times, axis, parents, group_of_bone)
+    unchanged = stored is not None and np.array_equal(stored.keyframes["time"].astype(np.float64), times)
+    _encode_nodes(model, scene, animation, anim, times, axis, parents, group_of_bone, unchanged)
     _encode_vertices(model, scene, animation, anim, times, axis, world, shape_of)
     _encode_textures(model, scene, animation, anim, times, slot_samplers)
     _encode_visibility(model, scene, animation, anim, times, shape_of)
@@ -200,7 +205,9 @@ class _NodeCurves:
         self.driven = np.zeros(len(base), bool)
 
 
-def _encode_nodes(model, scene, animation, anim, times, axis, parents, group_of_bone) -> None:
+def _encode_nodes(model, scene, animation, anim, times, axis, parents, group_of_bone, same_times) -> None:
+    """Node deltas: the original entries of every bone channel still as imported (when the keyframe
+    times are too), the others encoded from the channels' values and slopes."""
     if not scene.skeletons:
         return
     base = model.node_floats.astype(np.float64)
@@ -208,6 +215,9 @@ def _encode_nodes(model, scene, animation, anim, times, axis, parents, group_of_
     whole = _sample_float_channels(model, scene, animation, times, group_of_bone, curves)
     for g, channels in whole.items():
         _sample_matrix_channels(model, channels, g, times, axis, parents, curves)
+    kept = _kept_entries(animation, len(base)) if same_times else None
+    if kept is not None:
+        curves.driven &= ~kept[0]
     quantised = np.round((curves.target - base) * 16).astype(np.int64)
     delta = np.diff(quantised, axis=0, prepend=np.zeros((1, len(base)), np.int64))
     tangent_in = np.clip(np.round(np.degrees(np.arctan(curves.start_slope))), -89, 89).astype(np.int64)
@@ -215,15 +225,42 @@ def _encode_nodes(model, scene, animation, anim, times, axis, parents, group_of_
     tangent_in[0] = tangent_out[0] = 0  # the first keyframe applies at once
     used = curves.driven & ((delta != 0) | (tangent_in != 0) | (tangent_out != 0))
     kf, index = np.nonzero(used)
-    firsts, counts, steps, values, source = _pack(kf, index, delta[kf, index][:, None], len(times))
+    rows = np.stack([kf, index, delta[kf, index], tangent_in[kf, index], tangent_out[kf, index]], axis=1)
+    if kept is not None:
+        rows = np.concatenate([kept[1], rows])
+    kf, index = rows[:, 0], rows[:, 1]
+    firsts, counts, steps, values, source = _pack(kf, index, rows[:, 2:3], len(times))
     has = source >= 0
     tin, tout = np.zeros(len(steps), np.int64), np.zeros(len(steps), np.int64)
-    tin[has], tout[has] = (
-        tangent_in[kf[source[has]], index[source[has]]],
-        tangent_out[kf[source[has]], index[source[has]]],
-    )
+    tin[has], tout[has] = rows[source[has], 3], rows[source[has], 4]
     _store(anim, "node", "node_deltas", fmt.NODE_DELTA_DTYPE, firsts, counts, steps,
            {"value": values[:, 0], "tangent_in": tin, "tangent_out": tout})  # fmt: skip
+
+
+def _unedited(channel: Channel) -> bool:
+    """Whether the channel still has its keys as imported (its origin's digest)."""
+    return channel.origin is not None and keys_digest(channel) == channel.origin.digest
+
+
+def _kept_entries(animation, floats: int) -> tuple[np.ndarray, np.ndarray]:
+    """The node floats the bone channels still as imported drive, and their original entries as
+    (N, 5) rows (keyframe, float, value, tangent in, tangent out)."""
+    bone_channels = [c for c in animation.channels if c.target_kind == "bone"]
+    # A baked bone's three channels share its floats: one edited re-encodes them all.
+    edited = {c.target for c in bone_channels if not _unedited(c) and c.index is None}
+    kept = np.zeros(floats, bool)
+    rows = []
+    for channel in bone_channels:
+        track = channel.origin.track if _unedited(channel) else None
+        if not isinstance(track, dict) or "node_floats" not in track:
+            continue
+        first, end = track["node_floats"]
+        if end - first > 1 and channel.target in edited:
+            continue
+        if 0 <= first < end <= floats and not kept[first:end].any():
+            kept[first:end] = True
+            rows += track["entries"]
+    return kept, np.array(rows, np.int64).reshape(-1, 5)
 
 
 def _sample_float_channels(model, scene, animation, times, group_of_bone, curves: _NodeCurves) -> dict:
@@ -256,30 +293,48 @@ def _sample_float_channels(model, scene, animation, times, group_of_bone, curves
 
 
 def _sample_matrix_channels(model, channels, g, times, axis, parents, curves: _NodeCurves) -> None:
-    """Whole-transform channels of group ``g`` (the rest where one is missing) into fresh node floats."""
+    """Whole-transform channels of group ``g`` (the rest where one is missing) into fresh node floats,
+    with the slopes Blender's curves have at each segment's ends (so Hermite follows them between keys)."""
     node = int(model.groups["node"][g])
     rest = local_matrices(model, model.node_floats, parents)[g]
     location, rotation, scale = decompose(rest)
     values = {"location": location, "rotation_quaternion": rotation, "scale": scale}
     if "rotation_euler" in channels:
         values["rotation_quaternion"] = None
-    sampled = {
-        path: sample_channel(channels[path], times)
-        if path in channels
-        else np.broadcast_to(v, (len(times), len(v)))
-        for path, v in values.items()
-        if v is not None
-    }
-    if "rotation_euler" in channels:
-        rotations = euler_zyx(np.degrees(sample_channel(channels["rotation_euler"], times)))[:, :3, :3]
-        sampled["rotation_quaternion"] = matrix_to_quat(rotations)
-    matrices = compose(sampled["location"], sampled["rotation_quaternion"], sampled["scale"])
-    if parents[g] < 0:
-        matrices = axis.T @ matrices
-    floats = node_floats_from_matrix(matrices).astype(np.float64)
+
+    def floats_at(at: np.ndarray) -> np.ndarray:
+        sampled = {
+            path: sample_channel(channels[path], at)
+            if path in channels
+            else np.broadcast_to(v, (len(at), len(v)))
+            for path, v in values.items()
+            if v is not None
+        }
+        if "rotation_euler" in channels:
+            rotations = euler_zyx(np.degrees(sample_channel(channels["rotation_euler"], at)))[:, :3, :3]
+            sampled["rotation_quaternion"] = matrix_to_quat(rotations)
+        matrices = compose(sampled["location"], sampled["rotation_quaternion"], sampled["scale"])
+        if parents[g] < 0:
+            matrices = axis.T @ matrices
+        floats = node_floats_from_matrix(matrices).astype(np.float64)
+        floats[:, ROTATION_B] = np.unwrap(floats[:, ROTATION_B], period=360.0, axis=0)
+        return floats
+
+    lengths = np.diff(times, prepend=times[0] - 1.0)
+    eps = np.maximum(lengths * 1e-3, 1e-6)[:, None]
+    previous = times - lengths
+    floats = floats_at(times)
+    start = floats_at(previous)
+    after = floats_at(previous + eps[:, 0])
+    # Rotations are angles: a difference across ±180 is taken the short way.
+    end_slope = (floats - floats_at(times - eps[:, 0])) / eps
+    start_slope = (after - start) / eps
+    for slope in (end_slope, start_slope):
+        angles = slope[:, ROTATION_B] * eps
+        slope[:, ROTATION_B] = ((angles + 180.0) % 360.0 - 180.0) / eps
     curves.target[:, node : node + NODE_FLOATS] = floats
-    secant = np.diff(floats, axis=0, prepend=floats[:1]) / np.diff(times, prepend=times[0] - 1.0)[:, None]
-    curves.start_slope[:, node : node + NODE_FLOATS] = curves.end_slope[:, node : node + NODE_FLOATS] = secant
+    curves.start_slope[:, node : node + NODE_FLOATS] = start_slope
+    curves.end_slope[:, node : node + NODE_FLOATS] = end_slope
     curves.driven[node : node + NODE_FLOATS] = True
 
 

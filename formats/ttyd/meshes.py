@@ -55,6 +55,12 @@ def uvs_to_scene(texcoords: np.ndarray) -> np.ndarray:
     return np.stack([st[:, 0], 1.0 - st[:, 1]], axis=1).astype(np.float32)
 
 
+def normal_frame(matrix: np.ndarray, axis: np.ndarray) -> np.ndarray:
+    """The matrix normals go through: the shape's, or the axis conversion alone when a zero scale
+    collapses it (its normals have no direction then: the file's are shown and written back as they are)."""
+    return matrix if invertible(matrix) else axis
+
+
 def _normal_matrix(matrix: np.ndarray) -> np.ndarray:
     """Cofactor matrix (det · inverse transpose, signed): defined even for zero scales."""
     c0, c1, c2 = matrix[:3, 0], matrix[:3, 1], matrix[:3, 2]
@@ -108,7 +114,7 @@ def scene_mesh(model, s, axis, world, parents, bone_of, material_of, visible) ->
     if "normal" in corners:
         index = corners["normal"]
         pool = model.normals[int(shape["normal_first"]) :][np.maximum(index, 0)]
-        normals = normals_to_scene(matrix, pool) * (index >= 0)[:, None]
+        normals = normals_to_scene(normal_frame(matrix, axis), pool) * (index >= 0)[:, None]
         mesh.normals = Layer("Normal", normals, "CORNER")
     if "color" in corners:
         index = corners["color"]
@@ -206,7 +212,8 @@ def _update_shape(model: Model, mesh: Mesh, geometry: dict, matrix: np.ndarray) 
     )
     corners = geometry["corners"]
     normals = _corner_values(mesh, mesh.normals)
-    # Under a collapsed or non-finite matrix the scene shows no normals (zero length): the kept ones stay.
+    # Under a collapsed or non-finite matrix Blender cannot hold the normals of the flattened faces: the
+    # kept ones stay.
     if normals is not None and "normal" in corners and invertible(matrix):
         entries, values = _pool_entries(corners["normal"], normals)
         at = int(shape["normal_first"]) + entries
@@ -315,7 +322,7 @@ def rebuild_geometry(model: Model, scene: Scene, axis: np.ndarray, group_of_bone
         matrix = shape_matrix(axis, world_matrices(model, model.node_floats, parents), g)
         shape = np.zeros(1, fmt.SHAPE_DTYPE)[0]
         shape["name"] = raw_name(mesh.name, mesh.extras)
-        per_corner = _add_vertices(tables, shape, mesh, matrix)
+        per_corner = _add_vertices(tables, shape, mesh, matrix, normal_frame(matrix, axis))
         materials = mesh.materials or [None]
         shape["subshape_first"], shape["subshape_count"] = len(tables.subshapes), len(materials)
         shape["display_mode"], shape["cull_mode"] = _rebuilt_modes(scene, materials[0], old_shapes)
@@ -335,9 +342,9 @@ def _mesh_group(model: Model, mesh: Mesh, group_of_bone: np.ndarray) -> int:
     return g
 
 
-def _add_vertices(tables: _Tables, shape: np.void, mesh: Mesh, matrix: np.ndarray) -> dict:
+def _add_vertices(tables: _Tables, shape: np.void, mesh: Mesh, matrix: np.ndarray, frame: np.ndarray) -> dict:
     """The mesh's vertex values into the pools (each distinct value once); returns the pool index of
-    every corner per attribute, in the file's winding."""
+    every corner per attribute, in the file's winding. ``frame``: the matrix of its normals."""
     local = apply(inverse(matrix), mesh.positions).astype(np.float32)
     shape["position_first"], shape["position_count"] = tables.add_pool("positions", local)
     triangles = np.asarray(mesh.triangles, np.int64)[:, [0, 2, 1]]  # back to the file's winding
@@ -346,7 +353,7 @@ def _add_vertices(tables: _Tables, shape: np.void, mesh: Mesh, matrix: np.ndarra
     normals = _corner_values(mesh, mesh.normals)
     if normals is not None:
         rows, per_corner["normal"] = _unique_rows(
-            _to_local_normals(normals[file_order], matrix).astype(np.float32)
+            _to_local_normals(normals[file_order], frame).astype(np.float32)
         )
         shape["normal_first"], shape["normal_count"] = tables.add_pool("normals", rows)
     if mesh.color_layers:

@@ -88,7 +88,7 @@ def test_import_builds_armature_skinned_mesh_and_actions(empty_scene, tmp_path):
         (fc.data_path.rsplit(".", 1)[1], tuple(k.co[0] for k in fc.keyframe_points))
         for fc in compat.action_fcurves(run)
     }
-    end = 1.5 * convert.TRACK_FPS
+    end = 1.5 * 24  # 1.5 s at the scene's rate (the walk's), so that "run" plays at its own speed
     assert {f for path, f in run_frames if path == "location"} == {(0.0, end)}  # keys at 0 s and 1.5 s
     # Quaternion F-curves also hold the slerp at every whole frame between keys (curves.slerp_keys).
     assert {f for path, f in run_frames if path == "rotation_quaternion"} == {tuple(np.arange(end + 1))}
@@ -219,12 +219,13 @@ def test_animation_file_applies_to_the_selected_armature(empty_scene, tmp_path, 
     # Exporting the animations gives the file back; the skeleton file too.
     assert export(tmp_path / "moves.tapk", **axes) == animations
     assert export(tmp_path / "skel.tskl", **axes) == skeleton
-    # In a model, they are new resources bound to the armature's skeleton.
+    # In a model, they are new resources bound to the armature's skeleton, each of the kind it was.
     model = media.read(export(tmp_path / "all.tmdl", **axes))
     kinds = [model.type_name(r) for r in model.walk()]
-    assert kinds.count("AX3Skeleton") == 1 and kinds.count("AX3FrameAnimation") == 2
+    assert kinds.count("AX3Skeleton") == 1
+    assert kinds.count("AX3FrameAnimation") == 1 and kinds.count("AX3TrackAnimation") == 1
     for r in model.walk():
-        if isinstance(r.content, res.FrameAnimation):
+        if isinstance(r.content, (res.FrameAnimation, res.TrackAnimation)):
             assert model.strings.name(r.content.skeleton) == "skel"
 
 

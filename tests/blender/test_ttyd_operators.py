@@ -166,8 +166,10 @@ def test_edits_export_as_valid_files(imported):
     from retro_models.operators.blender import compat
 
     location = next(fc for fc in compat.action_fcurves(action) if fc.data_path.endswith("location"))
-    location.keyframe_points[-1].co.y += 1.0
-    location.keyframe_points[-1].handle_left.y += 1.0
+    key = location.keyframe_points[1]  # the file's keyframe (the last key only holds it to the loop end)
+    key.co.y += 1.0
+    key.handle_left.y += 1.0
+    key.handle_right.y += 1.0
     location.update()
 
     out = export(files, armature, texture_format="RGBA8")

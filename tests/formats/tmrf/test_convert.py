@@ -87,9 +87,12 @@ def test_frame_animation(scene):
 
 def test_track_animation(scene):
     run = scene.animations[1]
-    assert (run.name, run.fps, run.frame_end) == ("run", convert.TRACK_FPS, 45)
+    # 1.5 s long: shown at the walk's 24 fps (the scene's rate) with keys at 0 s and 1.5 s, so it plays
+    # at its own speed; its own rate (TRACK_FPS frames a second) is kept for export.
+    assert (run.name, run.fps, run.frame_end) == ("run", 24.0, 36)
+    assert run.extras[convert.OWN_FPS] == convert.TRACK_FPS
     channels = {(c.target, c.path): c for c in run.channels}
-    assert channels["root", "location"].times.tolist() == [0, 45]
+    assert channels["root", "location"].times.tolist() == [0, 36]
     assert channels["root", "location"].values.tolist() == [[0, 0, 0], [1, 0, 0]]
     assert channels["root", "rotation_quaternion"].values.tolist() == [[1, 0, 0, 0], [0, 0, 0, 1]]
 
@@ -304,3 +307,71 @@ def test_scene_from_another_format():
     assert again.uv_layers[0].data.tolist() == [[0, 0], [1, 0], [1, 1], [0, 1]]
     assert again.normals.data.tolist() == [[0, 0, 1]] * 4
     assert again.triangles.tolist() == triangles.tolist()
+
+
+def test_tangent_multipliers_are_kept(data):
+    model = media.read(data)
+    mesh = next(r for r in model.walk() if model.type_name(r) == "TriangleMesh")
+    texture = next(r for r in mesh.children if model.type_name(r) == "Texture")
+    # The compressed tangent list first (the one shown), with multipliers that are not bare signs.
+    texture.children.sort(key=lambda r: model.type_name(r) != "CompressedTangentVectors")
+    compressed = texture.children[0].content
+    compressed.multipliers[:] = (0.875, -0.875, 1.0)
+    scene = convert.to_scene(media.read(media.write(model)))
+    assert scene.meshes[0].tangents.data[:, 3].tolist() == [0.875, -0.875, 1.0]
+    for options in ({}, {"tangents": "compressed"}):  # kept layout, and written again from the scene
+        source = strip_layout(scene) if options else scene
+        back = media.read(media.write(convert.from_scene(source, **options)))
+        written = next(r.content for r in back.walk() if back.type_name(r) == "CompressedTangentVectors")
+        assert written.multipliers.tolist() == [0.875, -0.875, 1.0], options
+
+
+def shared_point_file(data) -> bytes:
+    """The fixture with its mesh's last two vertices on one point (the second's)."""
+    model = media.read(data)
+    mesh = next(r.content for r in model.walk() if model.type_name(r) == "TriangleMesh")
+    mesh.vertex_points[2] = mesh.vertex_points[1]
+    return media.write(model)
+
+
+@pytest.mark.parametrize(
+    ("moves", "points"),
+    [
+        ({2: (0.0, 0.5, 0.0)}, 1),  # one of two sharers moves: it gets a point of its own
+        ({1: (0.0, 0.5, 0.0), 2: (0.0, 0.5, 0.0)}, 0),  # both move alike: the point moves
+    ],
+)
+def test_a_vertex_moved_off_a_shared_point_is_kept(data, moves, points):
+    source = shared_point_file(data)
+    scene = convert.to_scene(media.read(source))
+    mesh = scene.meshes[0]
+    for vertex, offset in moves.items():
+        mesh.positions[vertex] += np.array(offset, np.float32)
+    back = media.read(media.write(convert.from_scene(scene)))
+    again = convert.to_scene(back)
+    np.testing.assert_array_equal(again.meshes[0].positions, mesh.positions)
+    before = next(r.content for r in media.read(source).walk() if isinstance(r.content, res.PointList))
+    after = next(r.content for r in back.walk() if isinstance(r.content, res.PointList))
+    assert len(after.points) == len(before.points) + points
+    # The skin follows: the new point blends as the one it left.
+    np.testing.assert_allclose(again.meshes[0].skin_weights, scene.meshes[0].skin_weights)
+
+
+def test_new_mesh_splits_vertices_at_uv_and_normal_seams():
+    triangles = np.array([[0, 1, 2], [0, 2, 3]], np.int32)
+    positions = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], np.float32)
+    # Per corner: the second triangle has its own UVs at the shared corners and a flat normal of its own.
+    uv = np.array([[0, 0], [1, 0], [1, 1], [0.5, 0], [0.5, 1], [0, 1]], np.float32)
+    normals = np.array([[0, 0, 1]] * 3 + [[0, 0.6, 0.8]] * 3, np.float32)
+    mesh = Mesh(
+        "quad", positions, triangles, Layer("normals", normals, "CORNER"), [Layer("UVMap", uv, "CORNER")]
+    )
+    back = convert.to_scene(
+        media.read(media.write(convert.from_scene(Scene("quad", meshes=[mesh]), normals="none")))
+    )
+    (got,) = back.meshes
+    assert len(got.positions) == 6  # vertices 0 and 2 split
+    corners = got.triangles.reshape(-1)
+    np.testing.assert_array_equal(got.positions[corners], positions[triangles.reshape(-1)])
+    np.testing.assert_array_equal(got.uv_layers[0].data[corners], uv)
+    np.testing.assert_allclose(got.normals.data[corners], normals, atol=1e-6)

@@ -159,10 +159,26 @@ def test_baked_channels_reproduce_the_node_matrices(model):
     location = ch[("bone", "body", "location", None)]
     rotation = ch[("bone", "body", "rotation_quaternion", None)]
     scale = ch[("bone", "body", "scale", None)]
-    assert location.interpolation == "LINEAR" and len(location.times) == 21
-    pose = Evaluator(model, model.animations[0].data).at(location.times).node_floats
+    assert location.interpolation == "BEZIER" and len(location.times) == 21
+    evaluator = Evaluator(model, model.animations[0].data)
+    pose = evaluator.at(held(location.times)).node_floats
     expected = local_matrices(model, pose)[:, 0]
     np.testing.assert_allclose(compose(location.values, rotation.values, scale.values), expected, atol=1e-9)
+    # Between the frames too: the handles follow the game's Hermite curves.
+    frames = np.arange(0.0, 20.0, 0.1)
+    quaternions = convert.sample_channel(rotation, frames)
+    quaternions /= np.linalg.norm(quaternions, axis=1, keepdims=True)
+    played = compose(
+        convert.sample_channel(location, frames), quaternions, convert.sample_channel(scale, frames)
+    )
+    np.testing.assert_allclose(
+        played, local_matrices(model, evaluator.at(frames).node_floats)[:, 0], atol=1e-4
+    )
+
+
+def held(times):
+    """The walk's key times with its loop end (20) just before the seam, as the baked keys hold it."""
+    return np.minimum(times, np.nextafter(20.0, 0.0))
 
 
 def test_root_channels_carry_the_axis(model):
@@ -172,7 +188,7 @@ def test_root_channels_carry_the_axis(model):
     scene = convert.to_scene(model)
     ch = channels(scene)
     location = ch[("bone", "root", "location", None)]
-    pose = Evaluator(model, anim).at(location.times).node_floats
+    pose = Evaluator(model, anim).at(held(location.times)).node_floats
     expected = axis_matrix("-Z", "Y") @ local_matrices(model, pose)[:, 1]
     np.testing.assert_allclose(location.values, expected[:, :3, 3], atol=1e-9)
 
@@ -388,7 +404,7 @@ def test_baked_channels_are_encoded_again(model):
     scene = strip_extras(convert.to_scene(model))
     back = fmt.read(fmt.write(convert.from_scene(scene)[0]))
     ch = channels(scene)
-    times = ch[("bone", "body", "location", None)].times
+    times = held(ch[("bone", "body", "location", None)].times)
     pose = Evaluator(back, back.animations[0].data).at(times).node_floats
     body = int(np.flatnonzero(back.groups["name"] == b"body")[0])
     got = local_matrices(back, pose)[:, body]
