@@ -192,7 +192,8 @@ def keys_digest(channel) -> str:
         if array is None:
             digest.update(b"none")
             continue
-        array = np.ascontiguousarray(array, "<f8").reshape(len(times), -1)
+        # One row per key (a channel without keys: one empty row, as reshape cannot infer 0 × ?).
+        array = np.ascontiguousarray(array, "<f8").reshape(max(len(times), 1), -1)
         digest.update(f"{array.shape}".encode() + array.tobytes())
     return digest.hexdigest()
 

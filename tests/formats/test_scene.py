@@ -77,3 +77,11 @@ def test_keys_digest_sees_every_bit_of_the_keys():
     }
     for what, edited in edits.items():
         assert keys_digest(edited) != digest, what
+
+
+def test_keys_digest_of_a_channel_without_keys():
+    """Found by the fuzzer: a BTP or TMD track with no keys made the digest's reshape fail."""
+    from retro_models.formats.scene import Channel, keys_digest
+
+    empty = Channel("BONE", "b", "location", np.zeros(0), np.zeros((0, 3)))
+    assert keys_digest(empty) != keys_digest(Channel("BONE", "b", "location", np.zeros(1), np.zeros((1, 3))))
