@@ -85,12 +85,12 @@ def test_euler_channels_come_back(empty_scene):
     for field in ("times", "values", "handles_left", "handles_right"):
         np.testing.assert_array_equal(getattr(child, field), getattr(want, field), field)
     # Edited (the last key's interpolation, which leaves the curve as it was): euler keys at every
-    # frame whose rotations are the original curve's.
+    # frame, and between frames where the bake needed them, whose rotations are the original curve's.
     child_curves = [fc for fc in compat.action_fcurves(result.actions[0]) if "child" in fc.data_path]
     child_curves[0].keyframe_points[-1].interpolation = "CONSTANT"
     child = extract_scene(bpy.context, result.armatures[0], []).animations[0].channels[1]
     assert (child.path, child.interpolation, child.extras) == ("rotation_euler", "LINEAR", {})
-    np.testing.assert_array_equal(child.times, np.arange(21.0))
+    assert set(np.arange(21.0)) <= set(child.times.tolist()) and child.times[-1] == 20
     expected = sample(want.times, want.values, "BEZIER", want.handles_left, want.handles_right, child.times)
     np.testing.assert_allclose(euler_to_matrix(child.values), euler_to_matrix(expected), atol=1e-5)
 
