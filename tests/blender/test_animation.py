@@ -6,6 +6,8 @@ from builder_support import (
     assert_close,
     assert_scenes_equal,
     build_and_extract,
+    chain_animation,
+    chain_skeleton,
     euler_scene,
     make_scene,
     random_quats,
@@ -235,3 +237,28 @@ def test_quaternion_keys_play_the_slerp_and_come_back_exactly(empty_scene):
     w.update()
     got = extract_scene(bpy.context, armature, []).animations[0].channels[0]
     np.testing.assert_array_equal(got.times, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 10.5, 11, 12, 13, 14, 15, 16])
+
+
+def test_switching_action_in_the_action_editor_starts_from_rest(empty_scene):
+    """Channels the new action does not key go back to rest, as the games start each animation."""
+    rng = np.random.default_rng(11)
+    skeleton = chain_skeleton(rng)
+    walk = chain_animation(rng, skeleton)
+    nod = chain_animation(rng, skeleton, "nod")
+    nod.channels = [c for c in nod.channels if c.target != "bone3" and c.path != "location"]
+    result = build_scene(sc.Scene(name="rig", skeletons=[skeleton], animations=[walk, nod]), bpy.context)
+    armature = result.armatures[0]
+    scene = bpy.context.scene
+    compat.assign_action(armature, result.actions[0], compat.action_slot(result.actions[0]))
+    bpy.context.view_layer.update()  # the viewport's redraw, between the import and the user's switch
+    scene.frame_set(10)
+    bone3, bone1 = armature.pose.bones["bone3"], armature.pose.bones["bone1"]
+    assert not np.allclose(bone3.matrix_basis, np.eye(4))
+    compat.assign_action(
+        armature, result.actions[1], compat.action_slot(result.actions[1])
+    )  # as the editor does
+    bpy.context.view_layer.update()
+    scene.frame_set(10)
+    np.testing.assert_allclose(np.array(bone3.matrix_basis), np.eye(4), atol=1e-6)  # not keyed: rest
+    np.testing.assert_allclose(bone1.location, (0, 0, 0), atol=1e-6)  # rotation keyed, location at rest
+    assert not np.allclose(np.array(bone1.rotation_quaternion), (1, 0, 0, 0))
