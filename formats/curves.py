@@ -348,6 +348,22 @@ def bake_keys(times, evaluate, quaternion: bool = False):
     return frames, values, handles_left, handles_right
 
 
+def continuous_angles(evaluate, times):
+    """``evaluate`` (frames → Euler angles) with each angle moved by whole turns to the side of the
+    angles it had at every frame and key time before (unwrapped along them), so the curve a bake
+    follows does not jump a turn between samples."""
+    frames = bake_frames(np.asarray(times, np.float64))
+    reference = np.unwrap(evaluate(frames), axis=0)
+    turn = 2 * np.pi
+
+    def unwrapped(at):
+        angles = evaluate(at)
+        near = np.stack([np.interp(at, frames, reference[:, c]) for c in range(angles.shape[1])], axis=1)
+        return angles + turn * np.round((near - angles) / turn)
+
+    return unwrapped
+
+
 def _slopes(evaluate, frames, values, quaternion: bool):
     """The curve's slope just before and just after each frame (second-order one-sided differences
     from samples that leave the frame itself out, so a step at a key does not count as a slope)."""

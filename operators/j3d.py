@@ -130,7 +130,7 @@ def _add_animation(context, scene: Scene, armature, materials, set_frame_range: 
     notes = []
     if armature is not None:
         how = (
-            f"baked once per frame for {len(result.baked)} channels (rest orientations mix the axes)"
+            f"baked for {len(result.baked)} channels (rest orientations mix the axes)"
             if result.baked
             else "the file's keys kept with exact Bézier handles"
         )

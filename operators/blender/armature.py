@@ -36,9 +36,9 @@ from mathutils import Matrix
 
 from ...formats.curves import (
     BoneMaps,
-    bake_frames,
     bake_keys,
     continuity_signs,
+    continuous_angles,
     euler_to_matrix,
     map_keys,
     matrix_to_euler,
@@ -549,22 +549,35 @@ def _relative_channel(
             left[..., 1] *= signs[:, None]
             right[..., 1] *= signs[:, None]
     if baked == "rotation_euler" or (pose_path == "rotation_euler" and pose_path not in bone.maps):
-        if baked != "rotation_euler":  # Euler keys of a rotated rest: convert every frame
-            frames = bake_frames(channel.times)
-            values = sample(channel.times, values, channel.interpolation, left, right, frames)
-            channel.times = frames
-        basis = quat_to_matrix(values) if pose_path == "rotation_quaternion" else euler_to_matrix(values)
-        channel.path = "rotation_euler"
-        channel.values = matrix_to_euler(bone.relative_rotation(basis))
-        channel.interpolation, channel.handles_left, channel.handles_right = "LINEAR", None, None
+        # Back to parent-relative eulers (a quaternion baked from them, or euler keys on a rotated
+        # rest): no per-component map exists, so the rotation Blender plays is baked again.
+        times, interpolation = np.asarray(channel.times, np.float64), channel.interpolation
+
+        def relative(frames):
+            pose = sample(times, values, interpolation, left, right, frames)
+            if pose_path == "rotation_quaternion":
+                basis = quat_to_matrix(pose / np.linalg.norm(pose, axis=1, keepdims=True))
+            else:
+                basis = euler_to_matrix(pose)
+            return matrix_to_euler(bone.relative_rotation(basis))
+
+        channel.path, channel.handles_left, channel.handles_right = "rotation_euler", None, None
+        if interpolation == "CONSTANT":
+            channel.values = relative(times)
+            return channel
+        channel.times, channel.values, channel.handles_left, channel.handles_right = bake_keys(
+            times, continuous_angles(relative, times)
+        )
+        channel.interpolation = "BEZIER"
         return channel
     a, b = bone.inverses[pose_path]
     mapped = map_keys(values, left, right, channel.interpolation, a, b)
-    if mapped is None:  # Bézier handles the map cannot carry: sample every frame
-        frames = bake_frames(channel.times)
-        values = sample(channel.times, values, channel.interpolation, left, right, frames)
-        channel.times, channel.interpolation = frames, "LINEAR"
-        mapped = (values @ a.T + b, None, None)
+    if mapped is None:  # Bézier handles the map cannot carry: the mapped curve baked
+        times = np.asarray(channel.times, np.float64)
+        channel.times, *mapped = bake_keys(
+            times, lambda frames: sample(times, values, "BEZIER", left, right, frames) @ a.T + b
+        )
+        channel.interpolation = "BEZIER"
     channel.path = pose_path
     channel.values, channel.handles_left, channel.handles_right = mapped
     return channel

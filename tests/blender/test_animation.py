@@ -91,10 +91,13 @@ def test_euler_channels_come_back(empty_scene):
     child_curves = [fc for fc in compat.action_fcurves(result.actions[0]) if "child" in fc.data_path]
     child_curves[0].keyframe_points[-1].interpolation = "CONSTANT"
     child = extract_scene(bpy.context, result.armatures[0], []).animations[0].channels[1]
-    assert (child.path, child.interpolation, child.extras) == ("rotation_euler", "LINEAR", {})
+    assert (child.path, child.interpolation, child.extras) == ("rotation_euler", "BEZIER", {})
     assert set(np.arange(21.0)) <= set(child.times.tolist()) and child.times[-1] == 20
-    expected = sample(want.times, want.values, "BEZIER", want.handles_left, want.handles_right, child.times)
-    np.testing.assert_allclose(euler_to_matrix(child.values), euler_to_matrix(expected), atol=1e-5)
+    frames = np.arange(0, 20.01, 0.125)  # at and between the keys
+    expected = sample(want.times, want.values, "BEZIER", want.handles_left, want.handles_right, frames)
+    found = sample(child.times, child.values, "BEZIER", child.handles_left, child.handles_right, frames)
+    # Baked twice (import, export) through float32 keys: within the 1e-4 the exports promise.
+    np.testing.assert_allclose(euler_to_matrix(found), euler_to_matrix(expected), atol=5e-5)
 
 
 def test_hand_made_action_is_exported(empty_scene):
