@@ -53,16 +53,21 @@ class Cluster:
         return self.kind == b"blk1"
 
 
-def _table_length(section: bytes, start: int, end: int, size: int) -> int:
-    """Entries of ``size`` bytes from ``start``: the fewest whose remainder up to ``end`` is padding text
-    (blocks are aligned to at most 32 bytes, so only the last few counts qualify; a real entry is not
-    padding text, but padding text may look like entries); all that fit when none qualifies."""
+def _table_length(section: bytes, start: int, end: int, size: int, word: int) -> int:
+    """Entries of ``size`` bytes from ``start`` up to ``end``, the rest being padding (the text, or
+    zeros). Blocks are aligned to at most 32 bytes, so only the last few counts qualify: the header
+    ``word`` when it does (it often is the count), else the fewest (padding may look like entries,
+    a real entry is seldom padding); all that fit when none does."""
     most = max(end - start, 0) // size
-    for count in range(max(most - 32 // size - 1, 0), most + 1):
+
+    def padded(count: int) -> bool:
         rest = section[start + count * size : end]
-        if rest == padding(len(rest)):
-            return count
-    return most
+        return rest == padding(len(rest)) or not any(rest)
+
+    counts = range(max(most - 32 // size - 1, 0), most + 1)
+    if word in counts and padded(word):
+        return word
+    return next((count for count in counts if padded(count)), most)
 
 
 def read_kind(data: bytes, filename: str, kind: bytes) -> Cluster:
@@ -73,7 +78,7 @@ def read_kind(data: bytes, filename: str, kind: bytes) -> Cluster:
     loop_mode, unused, length, word, count = r.unpack("BBhHH", f"{name} header")
     offsets = r.unpack("II", f"{name} block offsets")
     end = offsets[1] if offsets[1] >= offsets[0] else len(section.data)
-    clusters = _table_length(section.data, offsets[0], end, dtype.itemsize)
+    clusters = _table_length(section.data, offsets[0], end, dtype.itemsize, word)
     blocks = list(zip(offsets, (clusters * dtype.itemsize, count * 4), strict=True))
     tracks = block_reader(r, base, offsets[0], blocks[0][1], f"{name} table").array(dtype, clusters)
     weights = block_reader(r, base, offsets[1], count * 4, f"{name} weights").array(">f4", count)
