@@ -307,3 +307,12 @@ def test_a_new_cluster_file_gets_the_cluster_count_in_the_header_word():
     assert cluster.read_kind(cluster.write(model), "x", b"bla1").word == 3
     fresh = convert.from_scene(scene)
     assert fresh.word is None and dataclasses.replace(fresh).kind == b"bla1"
+
+
+def test_inspect_summarises_the_new_kinds():
+    from retro_models.formats.j3d import inspect
+
+    assert "joints: 2, a value per frame" in inspect.summarize(bca_bytes(), "x.bca")
+    assert "hidden at some frame: shape0, shape1, shape2" in inspect.summarize(bva_bytes(), "x.bva")
+    assert "clusters: 2 (a weight per frame)" in inspect.summarize(bla_bytes(), "x.bla")
+    assert "clusters: 2 (keyed), 7 weights" in inspect.summarize(blk_bytes(), "x.blk")
