@@ -338,7 +338,9 @@ def export_scene(context, path: str, options: files.ExportOptions) -> Scene:
     found = convert.animation_kind(animation) if animation is not None and animation.channels else None
     if found is None:
         raise ExportError(f"action {action.name!r} has no J3D channels to export as .{kind}")
-    if found != kind:
+    if {found, kind} == set(files.JOINT_KINDS):  # keyed ⇄ a value per frame
+        convert.as_joint_kind(animation, kind)
+    elif found != kind:
         raise ExportError(
             f"action {action.name!r} is a {found.upper()} animation with no {kind.upper()} channels: "
             f"export it as .{found}"

@@ -1009,6 +1009,17 @@ def cluster_from_animation(animation: Animation, keyed: bool) -> Cluster:
     )
 
 
+def as_joint_kind(animation: Animation, kind: str) -> None:
+    """Make a BCK's animation a BCA's or the reverse (``kind``): the same keys, written afresh (the
+    stored tracks and banks of the other kind do not apply); the loop mode stays."""
+    animation.extras = {
+        "j3d_type": kind,
+        **{k: animation.extras[k] for k in ("loop_mode", "tag") if k in animation.extras},
+    }
+    for channel in animation.channels:
+        channel.origin = None
+
+
 # -- entry points -------------------------------------------------------------------------------
 
 

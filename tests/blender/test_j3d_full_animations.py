@@ -175,3 +175,18 @@ def test_file_handler_and_export_take_the_new_kinds(addon):
     handler = bpy.types.FileHandler.bl_rna_get_subclass_py("IO_FH_retro_j3d_animation")
     for extension in (".bca", ".bva", ".bla", ".blk"):
         assert extension in handler.bl_file_extensions
+
+
+def test_a_bca_exports_as_a_bck_and_back(empty_scene, tmp_path):
+    """The same joint action written as keys (BCK) or a value per frame (BCA): the same pose at every frame."""
+    from retro_models.formats.j3d import bck, evaluate
+
+    make_armature(bpy.context, 2, rotated=False)
+    bpy.ops.import_scene.j3d_animation(filepath=write(tmp_path, "walk.bca", bca_bytes()))
+    as_bck = bck.read(export(tmp_path, "walk.bck"))
+    played = evaluate.evaluate_bck(as_bck, np.arange(3))
+    assert played["rotation"][:, 0, 2] == pytest.approx([0, 45, 90], abs=1e-3)
+    assert played["translation"][:, 1, 1] == pytest.approx([5.0, -3.5, -3.5], abs=1e-4)
+    again = bca.read(export(tmp_path, "again.bca"))
+    count, first = again.tracks[0, 2, 1]
+    assert again.rotation_bank[first : first + count].tolist() == [0, 8192, 16384]
