@@ -2,6 +2,8 @@
 animated hide flags on a model's shapes (BVA), shape-key weights (BLA, BLK); unedited exports give
 the same bytes, edits re-encode only the edited track, bad input changes nothing."""
 
+import dataclasses
+
 import bpy
 import numpy as np
 import pytest
@@ -190,3 +192,40 @@ def test_a_bca_exports_as_a_bck_and_back(empty_scene, tmp_path):
     again = bca.read(export(tmp_path, "again.bca"))
     count, first = again.tracks[0, 2, 1]
     assert again.rotation_bank[first : first + count].tolist() == [0, 8192, 16384]
+
+
+def test_a_model_imports_with_the_bca_and_bva_beside_it(empty_scene, tmp_path):
+    """Paired by folder as the game pairs them: a BCA with the model's joint count goes onto its armature,
+    a BVA with its shape count onto its shapes; a BVA for another model and a BLA are left out."""
+    from j3d_model_fixtures import generated
+    from retro_models.formats.j3d.bca import FULL_DTYPE
+
+    built, _ = generated()
+    shapes, joints = len(built.shp1.remap), len(built.jnt1.remap)
+    (tmp_path / "gen.bmd").write_bytes(generated_bytes())
+    hide = Channel("object", "shape0", "hide", np.array([0.0, 2.0]), np.array([[0.0], [1.0]]), "CONSTANT")
+    shown = [
+        Channel("object", f"shape{i}", "hide", np.zeros(1), np.zeros((1, 1)), "CONSTANT")
+        for i in range(1, shapes)
+    ]
+    visibility = Scene(animations=[Animation("blink", [hide, *shown], frame_end=3.0)])
+    (tmp_path / "blink.bva").write_bytes(bva.write(convert.from_scene(visibility)))
+    other = Scene(
+        animations=[
+            Animation("other", [hide, *shown, dataclasses.replace(hide, target="shape99")], frame_end=3.0)
+        ]
+    )
+    (tmp_path / "other.bva").write_bytes(bva.write(convert.from_scene(other)))
+    tracks = np.zeros((joints, 3, 3), FULL_DTYPE)
+    tracks["count"] = 1
+    still = bca.BCA(0, 1, tracks, np.ones(1, np.float32), np.zeros(1, np.int16), np.zeros(1, np.float32))
+    (tmp_path / "still.bca").write_bytes(bca.write(still))
+    (tmp_path / "grow.bla").write_bytes(bla_bytes())
+    report = retro_models.import_file(bpy.context, str(tmp_path / "gen.bmd"))
+    names = sorted(a.name for a in bpy.data.actions)
+    assert any(n.startswith("still") for n in names) and any(n.startswith("blink") for n in names)
+    assert not any(n.startswith(("other", "grow")) for n in names), names
+    shape = next(o for o in bpy.data.objects if o.name.startswith("shape0"))
+    bpy.context.scene.frame_set(2)
+    assert shape.hide_viewport
+    assert report.counts["actions"] >= 2
