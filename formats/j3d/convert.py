@@ -928,27 +928,36 @@ def bva_to_scene(bva: BVA, name: str = "") -> Scene:
     extras = {
         "unused": bva.unused,
         "values": _bank_extras(bva.values),
+        "tracks": [[int(t["count"]), int(t["first"])] for t in bva.tracks],
         **_framing_extras(bva.framing, bva.gaps),
     }
     return Scene(name=name, animations=[_animation(name, "bva", bva.loop_mode, bva.length, channels, extras)])
 
 
 def bva_from_animation(animation: Animation) -> BVA:
+    """The BVA of the ``hide`` channels of shape<index>. A shape the animation no longer has a channel
+    for (not applied: not selected) keeps its stored track, or, in a new file, is always shown."""
     shapes = {}
     for channel in animation.channels:
         match = SHAPE_TARGET.match(channel.target) if channel.target_kind == "object" else None
         if match and channel.path == "hide":
             shapes[int(match.group(1))] = channel
-    count = max(shapes, default=-1) + 1
+    extras = animation.extras
+    stored = extras.get("tracks") or []
+    count = max(max(shapes, default=-1) + 1, len(stored))
     shown = []
     for shape in range(count):  # the file stores shown (1), the scene hidden (1): edited keys flip
         channel = shapes.get(shape)
+        if channel is None and shape >= len(stored):
+            channel = Channel("object", SHAPE_NAME.format(shape), "hide", np.zeros(1), np.zeros((1, 1)))
         if channel is not None and not (channel.origin and channel.origin.digest == keys_digest(channel)):
             hidden = np.clip(np.rint(np.asarray(channel.values, np.float64)), 0.0, 1.0)
             channel = dataclasses.replace(channel, values=1.0 - hidden, handles_left=None, handles_right=None)
         shown.append(channel)
-    extras = animation.extras
     tracks, values, exact = build_full_tracks(shown, "uint8", 1.0, extras.get("values"))
+    for shape, channel in enumerate(shown):
+        if channel is None and sum(stored[shape]) <= len(values):
+            tracks[shape] = tuple(stored[shape])
     loop_mode, length = _loop_and_length(animation)
     framing, gaps = _framing(extras, exact)
     return BVA(

@@ -316,3 +316,17 @@ def test_inspect_summarises_the_new_kinds():
     assert "hidden at some frame: shape0, shape1, shape2" in inspect.summarize(bva_bytes(), "x.bva")
     assert "clusters: 2 (a weight per frame)" in inspect.summarize(bla_bytes(), "x.bla")
     assert "clusters: 2 (keyed), 7 weights" in inspect.summarize(blk_bytes(), "x.blk")
+
+
+def test_a_bva_shape_left_out_of_the_animation_keeps_its_track():
+    """Applied to some of the shapes only, the animation has no channel for the others: the file keeps
+    every shape's track (the game indexes the table by shape)."""
+    scene = scene_of("bva")
+    animation = scene.animations[0]
+    animation.channels = [c for c in animation.channels if c.target != "shape2"]
+    assert write_scene("bva", scene) == bva_bytes()
+    animation.channels = [c for c in animation.channels if c.target != "shape0"]
+    edit(channel(scene, "shape1", "hide", None), [0.0])
+    edited = bva.read(write_scene("bva", scene))
+    original = bva.read(bva_bytes())
+    assert [tuple(t) for t in edited.tracks[[0, 2]]] == [tuple(t) for t in original.tracks[[0, 2]]]
