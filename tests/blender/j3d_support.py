@@ -66,7 +66,8 @@ def blender_local(context, armature, names, frames) -> np.ndarray:
     )
     out = np.empty((len(frames), len(names), 4, 4))
     for f, frame in enumerate(frames):
-        context.scene.frame_set(int(frame))
+        whole = int(np.floor(frame))
+        context.scene.frame_set(whole, subframe=float(frame - whole))
         out[f] = rest_local @ np.array([np.array(armature.pose.bones[n].matrix_basis) for n in names])
     return out
 
