@@ -219,6 +219,8 @@ def _add_animation(context, scene: Scene, armature, materials, set_frame_range: 
         how = (
             f"baked once per frame for {len(result.baked)} channels (rest orientations mix the axes)"
             if result.baked
+            else "a key at every frame"
+            if convert.animation_kind(animation) == "bca"
             else "the file's keys kept with exact Bézier handles"
         )
         notes.append(f"{scene.name}: action {result.actions[0].name!r} on armature {armature.name!r}; {how}")

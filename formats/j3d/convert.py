@@ -820,11 +820,17 @@ def per_frame_values(channel: Channel) -> np.ndarray:
 
 
 def build_full_tracks(
-    channels: list[Channel | None], dtype: str, default: float, original: list | None, unit: float = 1.0
+    channels: list[Channel | None],
+    dtype: str,
+    default: float,
+    original: list | None,
+    unit: float = 1.0,
+    wrap: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """Full-frame tracks (N,) and their bank; like ``build_tracks``: an unedited channel keeps its stored
     track, an edited one is sampled at every frame and added to the original bank (identical runs shared).
-    A missing channel, or an empty one still holding ``default``, stores no frames."""
+    A missing channel, or an empty one still holding ``default``, stores no frames. ``wrap``: integer
+    values are angles, taken modulo the type's range (a full turn)."""
     integer = np.dtype(dtype).kind in "iu"
     tracks = np.zeros(len(channels), FULL_DTYPE)
     bank = None if original is None else np.asarray(original).astype(dtype)
@@ -852,6 +858,8 @@ def build_full_tracks(
         if integer:
             values = np.rint(values)
             info = np.iinfo(dtype)
+            if wrap:
+                values = (values - info.min) % (info.max - info.min + 1) + info.min
             if values.min() < info.min or values.max() > info.max:
                 raise ValueError(f"a key of {channel.target} {channel.path} does not fit in {dtype}")
         tracks[i] = (len(values), builder.add(values))
@@ -875,6 +883,8 @@ def bca_to_scene(bca: BCA, joint_names: list[str], name: str = "", filename: str
                 track = bca.tracks[n, axis, component]
                 count, first = int(track["count"]), int(track["first"])
                 values = bank[first : first + count].astype(np.float64) * scale
+                if component == 1:  # between frames Blender turns the shorter way, as the game's lerp does
+                    values = np.unwrap(values)
                 channels.append(
                     frame_channel(
                         "bone", target, SRT_PATHS[component], axis, values, track, SRT_DEFAULTS[component]
@@ -904,7 +914,7 @@ def bca_from_animation(animation: Animation, joint_names: list[str]) -> BCA:
         dtype = "int16" if component == 1 else "float32"
         unit = rotation_radians(0) if component == 1 else 1.0
         table, bank, reused = build_full_tracks(
-            channels, dtype, SRT_DEFAULTS[component], extras.get(key), unit
+            channels, dtype, SRT_DEFAULTS[component], extras.get(key), unit, wrap=component == 1
         )
         tracks[:, :, component] = table.reshape(len(joint_names), 3)
         banks.append(bank)

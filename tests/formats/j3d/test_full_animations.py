@@ -330,3 +330,20 @@ def test_a_bva_shape_left_out_of_the_animation_keeps_its_track():
     edited = bva.read(write_scene("bva", scene))
     original = bva.read(bva_bytes())
     assert [tuple(t) for t in edited.tracks[[0, 2]]] == [tuple(t) for t in original.tracks[[0, 2]]]
+
+
+def test_bca_rotations_turn_the_shorter_way_and_wrap_on_export():
+    """Raw angles wrap at ±180°: in Blender the keys are unwrapped (the lerp between frames turns the
+    short way, as the game's does) and written back modulo a turn."""
+    data = bytearray(bca_bytes())
+    rotation = 0x20 + 0xC0  # the rotation bank: 0, 0, 8192, 16384
+    data[rotation : rotation + 8] = struct.pack(">4h", 0, 30000, -30000, -25000)
+    model = bca.read(bytes(data))
+    scene = convert.to_scene(model, JOINTS)
+    z = channel(scene, "root", "rotation_euler", 2)
+    assert np.degrees(z.values[:, 0]) == pytest.approx([164.79, 195.21, 222.67], abs=0.01)
+    assert write_scene("bca", scene) == bytes(data)
+    edit(z, z.values[:, 0] + np.radians(10.0))
+    edited = bca.read(write_scene("bca", scene))
+    count, first = edited.tracks[0, 2, 1]
+    assert edited.rotation_bank[first : first + count].tolist() == [31820, -28180, -23180]
