@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 
 import bpy
+import numpy as np
 
 from ..formats.errors import ExportError, SelectionError
 from ..formats.j3d import apply, convert, files
@@ -114,7 +115,7 @@ def apply_to_selection(context, scene: Scene, path: str, options: files.ImportOp
             )
         for channel in animation.channels:
             channel.target = props.scene_name(mesh)
-        added_keys = add_cluster_keys(mesh, [c.path for c in animation.channels])
+        added_keys = add_cluster_keys(mesh, animation.channels)
         objects = [mesh]
     else:
         targets = sorted({c.target for c in animation.channels})
@@ -162,18 +163,23 @@ def target_mesh(context):
     return next((o for o in candidates if o is not None and o.type == "MESH"), None)
 
 
-def add_cluster_keys(mesh, names: list[str]) -> list[str]:
-    """Add the shape keys ``names`` the mesh lacks (empty: the mesh looks the same), with a basis
-    first when it has none; the names added (the basis included)."""
+def add_cluster_keys(mesh, channels) -> list[str]:
+    """Add the shape keys the cluster ``channels`` animate that the mesh lacks (empty: the mesh looks
+    the same; their sliders reach the weights the channel takes, as far as Blender allows), with a
+    basis first when it has none; the names added (the basis included)."""
     added = []
     if mesh.data.shape_keys is None:
         mesh.shape_key_add(name="Basis", from_mix=False)
         added.append("Basis")
     blocks = mesh.data.shape_keys.key_blocks
-    for name in names:
-        if name not in blocks:
-            mesh.shape_key_add(name=name, from_mix=False)
-            added.append(name)
+    for channel in channels:
+        if channel.path in blocks:
+            continue
+        block = mesh.shape_key_add(name=channel.path, from_mix=False)
+        values = np.asarray(channel.values, np.float64)
+        block.slider_min = float(np.clip(min(values.min(initial=0.0), 0.0), -10.0, 0.0))
+        block.slider_max = float(np.clip(max(values.max(initial=1.0), 1.0), 1.0, 10.0))
+        added.append(channel.path)
     return added
 
 

@@ -141,6 +141,25 @@ def test_cluster_weights_drive_shape_keys_and_export_the_same_bytes(empty_scene,
     assert export(tmp_path, "out" + name[-4:]) == build()
 
 
+def test_cluster_weights_beyond_one_play_unclamped(empty_scene, tmp_path):
+    """Shape-key sliders clamp the weight: the keys the apply adds reach the weights the file holds."""
+    weight = Channel(
+        "shape_key", convert.CLUSTER_TARGET, "cluster0", np.array([0.0, 4.0]), np.array([[-0.5], [2.5]])
+    )
+    file = cluster.write(
+        convert.from_scene(
+            Scene(animations=[Animation("big", [weight], frame_end=4.0, extras={"j3d_type": "bla"})])
+        )
+    )
+    material_object(bpy.context, {"m": 1})
+    mesh = bpy.context.active_object
+    bpy.ops.import_scene.j3d_animation(filepath=write(tmp_path, "big.bla", file))
+    block = mesh.data.shape_keys.key_blocks["cluster0"]
+    for frame, expected in ((0, -0.5), (4, 2.5)):
+        bpy.context.scene.frame_set(frame)
+        assert block.value == pytest.approx(expected)
+
+
 def test_a_failed_cluster_apply_removes_the_shape_keys_it_added(empty_scene, tmp_path, monkeypatch):
     from retro_models.operators import j3d
 
