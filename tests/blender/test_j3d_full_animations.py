@@ -248,3 +248,33 @@ def test_a_model_imports_with_the_bca_and_bva_beside_it(empty_scene, tmp_path):
     bpy.context.scene.frame_set(2)
     assert shape.hide_viewport
     assert report.counts["actions"] >= 2
+
+
+@pytest.mark.corpus
+def test_a_bva_and_bca_on_a_real_model(empty_scene, tmp_path):
+    """ba.bdl as the model import makes it: a BVA for its shapes, applied with the model's armature
+    selected, hides its second shape from frame 2 and exports back unchanged."""
+    from support import corpus_file
+
+    path = corpus_file("j3d-models/ba.bdl")
+    retro_models.import_file(bpy.context, str(path), import_animations=False)
+    meshes = {o.name: o for o in bpy.data.objects if o.type == "MESH"}
+    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    hide = Channel("object", "shape1", "hide", np.array([0.0, 2.0]), np.array([[0.0], [1.0]]), "CONSTANT")
+    shown = [
+        Channel("object", name, "hide", np.zeros(1), np.zeros((1, 1)), "CONSTANT")
+        for name in meshes
+        if name != "shape1"
+    ]
+    scene = Scene(animations=[Animation("hide", [hide, *shown], frame_end=3.0)])
+    for obj in bpy.context.view_layer.objects:
+        obj.select_set(obj == armature)
+    bpy.context.view_layer.objects.active = armature
+    file = write(tmp_path, "hide.bva", bva.write(convert.from_scene(scene)))
+    assert bpy.ops.import_scene.j3d_animation(filepath=file) == {"FINISHED"}
+    bpy.context.scene.frame_set(1)
+    assert not meshes["shape1"].hide_viewport
+    bpy.context.scene.frame_set(2)
+    assert meshes["shape1"].hide_viewport and not meshes["shape0"].hide_viewport
+    bpy.context.view_layer.objects.active = meshes["shape0"]
+    assert export(tmp_path, "out.bva") == (tmp_path / "hide.bva").read_bytes()
