@@ -22,13 +22,14 @@ files and Blender, formats/j3d/apply.py.
 from __future__ import annotations
 
 import os
+import re
 
 import bpy
 import numpy as np
 
 from ..formats.errors import ExportError, SelectionError
 from ..formats.j3d import apply, convert, files
-from ..formats.scene import Scene
+from ..formats.scene import Animation, Channel, Scene
 from .blender import records
 from .blender.objects import target_armature
 
@@ -341,7 +342,10 @@ def export_scene(context, path: str, options: files.ExportOptions) -> Scene:
 
     kind = files.kind_of(path)
     armature, action = export_action(context, kind, options.animation)
-    scene = extract_scene(context, armature, [], actions=[action])
+    if kind in ("bva", "bla", "blk") and records.read_record(action) is None:
+        scene = keyed_scene(context, kind, action)
+    else:
+        scene = extract_scene(context, armature, [], actions=[action])
     animation = scene.animations[0] if scene.animations else None
     found = convert.animation_kind(animation) if animation is not None and animation.channels else None
     if found is None:
@@ -358,3 +362,60 @@ def export_scene(context, path: str, options: files.ExportOptions) -> Scene:
     mirrored = bool(cycles) and all(m.mode_after == "MIRROR" for m in cycles)
     apply.set_playback(animation, looping, mirrored)
     return scene
+
+
+CLUSTER_DATA_PATH = re.compile(r'key_blocks\["(cluster\d+)"\]\.value$')
+
+
+def keyed_scene(context, kind: str, action) -> Scene:
+    """Visibility (BVA) or cluster weights (BLA, BLK) keyed in Blender rather than imported: the Hide in
+    Viewport keys of every selected shape<index> (a shape without them always shown), or the
+    cluster<index> shape-key keys of the active mesh."""
+    from .blender import compat, props
+    from .blender.animation import fcurve_rows
+
+    def curves(id_data):
+        playing = _playing(id_data)
+        return compat.action_fcurves(playing) if playing is not None else []
+
+    channels = []
+    if kind == "bva":
+        for obj in target_shapes(context):
+            name = props.scene_name(obj)
+            if convert.SHAPE_TARGET.match(name):
+                curve = next((fc for fc in curves(obj) if fc.data_path == "hide_viewport"), None)
+                rows = fcurve_rows(curve) if curve is not None else np.zeros((1, 7))
+                channels.append(_keyed_channel("object", name, "hide", rows))
+    else:
+        mesh = target_mesh(context)
+        for curve in curves(mesh.data.shape_keys):
+            match = CLUSTER_DATA_PATH.match(curve.data_path)
+            if match and len(curve.keyframe_points):
+                channels.append(_keyed_channel("shape_key", mesh.name, match.group(1), fcurve_rows(curve)))
+    if not channels:
+        raise ExportError(
+            f"action {action.name!r} keys no {'shape visibility' if kind == 'bva' else 'cluster'}"
+        )
+    start, end = action.frame_range
+    animation = Animation(action.name, channels, frame_start=float(start), frame_end=float(end))
+    animation.extras["j3d_type"] = kind
+    return Scene(name=action.name, animations=[animation])
+
+
+def _keyed_channel(kind: str, target: str, path: str, rows: np.ndarray) -> Channel:
+    """A Scene channel of F-curve keys (``fcurve_rows``): Bézier when its first key is, else as the key says."""
+    from .blender.animation import INTERPOLATION_CODES
+
+    names = {code: name for name, code in INTERPOLATION_CODES.items()}
+    interpolation = names.get(int(rows[0, 6]), "LINEAR")
+    bezier = interpolation == "BEZIER"
+    return Channel(
+        kind,
+        target,
+        path,
+        rows[:, 0].copy(),
+        rows[:, 1:2].copy(),
+        interpolation,
+        rows[:, None, 2:4].copy() if bezier else None,
+        rows[:, None, 4:6].copy() if bezier else None,
+    )

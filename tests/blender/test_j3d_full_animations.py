@@ -12,6 +12,7 @@ from j3d_fixtures import bca_bytes, bla_bytes, blk_bytes, bva_bytes
 from j3d_model_fixtures import generated_bytes
 from j3d_support import make_armature, material_object, shape_objects
 from retro_models.formats.j3d import bca, bva, cluster, convert
+from retro_models.formats.j3d.container import track_keys
 from retro_models.formats.scene import Animation, Channel, Scene
 from retro_models.operators.blender import compat
 from support import data_counts
@@ -278,3 +279,34 @@ def test_a_bva_and_bca_on_a_real_model(empty_scene, tmp_path):
     assert meshes["shape1"].hide_viewport and not meshes["shape0"].hide_viewport
     bpy.context.view_layer.objects.active = meshes["shape0"]
     assert export(tmp_path, "out.bva") == (tmp_path / "hide.bva").read_bytes()
+
+
+def test_visibility_keyed_in_blender_exports_a_bva(empty_scene, tmp_path):
+    """Hide in Viewport keyed on one shape of three: every selected shape gets a track, the others shown."""
+    shapes = shape_objects(bpy.context, 3)
+    shapes[1].hide_viewport = False
+    shapes[1].keyframe_insert("hide_viewport", frame=0)
+    shapes[1].hide_viewport = True
+    shapes[1].keyframe_insert("hide_viewport", frame=3)
+    bpy.context.view_layer.objects.active = shapes[1]
+    model = bva.read(export(tmp_path, "made.bva"))
+    shown = [model.values[t["first"] : t["first"] + t["count"]].tolist() for t in model.tracks]
+    assert shown == [[1], [1, 1, 1, 0], [1]]
+
+
+def test_cluster_weights_keyed_in_blender_export_a_blk_and_a_bla(empty_scene, tmp_path):
+    material_object(bpy.context, {"m": 1})
+    mesh = bpy.context.active_object
+    mesh.shape_key_add(name="Basis")
+    block = mesh.shape_key_add(name="cluster1")
+    for frame, value in ((0, 0.0), (10, 1.0)):
+        block.value = value
+        block.keyframe_insert("value", frame=frame)
+    keyed = cluster.blk.read(export(tmp_path, "made.blk"))
+    assert len(keyed.tracks) == 2 and keyed.tracks[0]["count"] == 0  # cluster0: weight 1
+    keys = track_keys(keyed.tracks[1], keyed.weights)
+    assert keys.times.tolist() == [0, 10] and keys.values.tolist() == [0, 1]
+    frames = cluster.bla.read(export(tmp_path, "made.bla"))
+    count, first = frames.tracks[1]
+    weights = frames.weights[first : first + count]
+    assert count == 11 and weights[0] == 0 and weights[-1] == 1 and (np.diff(weights) >= 0).all()
