@@ -15,7 +15,8 @@ selection, and the animation to export.
 Export writes one animation back: the active armature's action as .bck .bca (joints in the
 armature's joint order), the active object's visibility action as .bva, its shape keys' action as
 .bla .blk, the active material's node-tree action as .btk .brk .bpk .btp; the extension chosen
-says which. Reading and writing the files is formats/j3d/files.py; the Scene steps between the
+says which. Visibility and cluster weights keyed in Blender (no import record) come from the
+selected shapes and the active mesh's shape keys (``keyed_scene``). Reading and writing the files is formats/j3d/files.py; the Scene steps between the
 files and Blender, formats/j3d/apply.py.
 """
 
