@@ -8,7 +8,7 @@
 Both sections: loop mode, a byte the game ignores, length, a ``u16`` the game does not read
 (kept; new files hold the cluster count), ``u16`` weight count, the offsets of the table and of
 the f32 weight bank. The header gives no cluster count (the game takes the model's): the table
-runs to the padding text before the next block.
+ends where the padding before the next block begins (``_table_length``).
 """
 
 from __future__ import annotations
@@ -118,10 +118,10 @@ class _Kind:
     """One of the two file kinds as a reader/writer pair (``files.READERS`` takes modules like this)."""
 
     def __init__(self, kind: bytes):
-        self.KIND = kind
+        self.kind = kind
 
     def read(self, data: bytes, filename: str = "<bytes>") -> Cluster:
-        return read_kind(data, filename, self.KIND)
+        return read_kind(data, filename, self.kind)
 
     @staticmethod
     def write(cluster: Cluster) -> bytes:

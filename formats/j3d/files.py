@@ -1,5 +1,5 @@
-"""J3D files on disk: animations (.bck .btk .brk .bpk .btp .bca .bva .bla .blk), material sets (.bmt) and models
-(.bmd .bdl).
+"""J3D files on disk: animations (.bck .btk .brk .bpk .btp .bca .bva .bla .blk), material sets
+(.bmt) and models (.bmd .bdl).
 
 The extension says the kind of an animation, as in the game's archives. ``load`` gives a scene
 for the selection to take (``apply.bind_joints`` for a BCK); ``save`` writes one animation back.
