@@ -1000,6 +1000,8 @@ def cluster_to_scene(cluster: Cluster, name: str = "") -> Scene:
 
 
 def cluster_from_animation(animation: Animation, keyed: bool) -> Cluster:
+    """The BLA (``keyed`` False) or BLK of the shape-key channels cluster<index>; a cluster without a
+    channel weighs 1 (BLK: a track without keys)."""
     clusters = {}
     for channel in animation.channels:
         match = CLUSTER_PATH.match(channel.path) if channel.target_kind == "shape_key" else None
@@ -1010,7 +1012,9 @@ def cluster_from_animation(animation: Animation, keyed: bool) -> Cluster:
     if keyed:
         sources = [TrackSource(c, 1.0, 1.0) for c in channels]
         tracks, weights, exact = build_tracks(sources, "float32", 1.0, extras.get("weights"))
-    else:
+    else:  # a BLA track needs a frame (the game reads its last): a cluster without keys weighs 1
+        constant = Channel("shape_key", CLUSTER_TARGET, "", np.zeros(1), np.ones((1, 1)))
+        channels = [constant if c is None else c for c in channels]
         tracks, weights, exact = build_full_tracks(channels, "float32", 1.0, extras.get("weights"))
     loop_mode, length = _loop_and_length(animation)
     framing, gaps = _framing(extras, exact)

@@ -307,6 +307,8 @@ def test_cluster_weights_keyed_in_blender_export_a_blk_and_a_bla(empty_scene, tm
     keys = track_keys(keyed.tracks[1], keyed.weights)
     assert keys.times.tolist() == [0, 10] and keys.values.tolist() == [0, 1]
     frames = cluster.bla.read(export(tmp_path, "made.bla"))
+    count, first = frames.tracks[0]
+    assert frames.weights[first : first + count].tolist() == [1.0]  # cluster0: weight 1
     count, first = frames.tracks[1]
     weights = frames.weights[first : first + count]
     assert count == 11 and weights[0] == 0 and weights[-1] == 1 and (np.diff(weights) >= 0).all()
