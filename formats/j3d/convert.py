@@ -904,13 +904,22 @@ def bca_to_scene(bca: BCA, joint_names: list[str], name: str = "", filename: str
 
 
 def bca_from_animation(animation: Animation, joint_names: list[str]) -> BCA:
+    """The BCA of the bone channels, joints in ``joint_names`` order; a component without a channel holds
+    its default (scale 1, rotation 0, translation 0) for one frame (the game reads a track's last)."""
     index = ChannelIndex([c for c in animation.channels if c.target_kind == "bone"])
     extras = animation.extras
     tracks = np.zeros((len(joint_names), 3, 3), FULL_DTYPE)
     banks = []
     exact = True
     for component, key in enumerate(("scale_bank", "rotation_bank", "translation_bank")):
-        channels = [index.get(name, SRT_PATHS[component], axis) for name in joint_names for axis in range(3)]
+        default = Channel(
+            "bone", "", SRT_PATHS[component], np.zeros(1), np.full((1, 1), SRT_DEFAULTS[component])
+        )
+        channels = [
+            index.get(name, SRT_PATHS[component], axis) or default
+            for name in joint_names
+            for axis in range(3)
+        ]
         dtype = "int16" if component == 1 else "float32"
         unit = rotation_radians(0) if component == 1 else 1.0
         table, bank, reused = build_full_tracks(

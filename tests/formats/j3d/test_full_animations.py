@@ -347,3 +347,20 @@ def test_bca_rotations_turn_the_shorter_way_and_wrap_on_export():
     edited = bca.read(write_scene("bca", scene))
     count, first = edited.tracks[0, 2, 1]
     assert edited.rotation_bank[first : first + count].tolist() == [31820, -28180, -23180]
+
+
+def test_a_new_bca_gives_every_track_a_frame():
+    """The game reads a full-frame track's last frame: a joint component without a channel holds its
+    default for one frame rather than storing none."""
+    from retro_models.formats.scene import Animation, Channel
+
+    turn = Channel(
+        "bone", "tip", "rotation_euler", np.arange(3.0), np.radians([[0.0], [90.0], [180.0]]), index=0
+    )
+    scene = Scene(animations=[Animation("turn", [turn], frame_end=2.0, extras={"j3d_type": "bca"})])
+    model = bca.read(bca.write(convert.from_scene(scene, joint_names=JOINTS)))
+    assert (model.tracks["count"] >= 1).all()
+    count, first = model.tracks[1, 0, 1]
+    assert model.rotation_bank[first : first + count].tolist() == [0, 16384, -32768]
+    count, first = model.tracks[0, 0, 0]
+    assert model.scale_bank[first : first + count].tolist() == [1.0]
