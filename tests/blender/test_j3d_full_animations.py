@@ -312,3 +312,18 @@ def test_cluster_weights_keyed_in_blender_export_a_blk_and_a_bla(empty_scene, tm
     count, first = frames.tracks[1]
     weights = frames.weights[first : first + count]
     assert count == 11 and weights[0] == 0 and weights[-1] == 1 and (np.diff(weights) >= 0).all()
+
+
+def test_the_export_lists_the_visibility_animation_of_the_active_shape(empty_scene, tmp_path):
+    from retro_models.operators import j3d
+
+    shapes = shape_objects(bpy.context, 3)
+    bpy.ops.import_scene.j3d_animation(filepath=write(tmp_path, "blink.bva", bva_bytes()))
+    bpy.context.view_layer.objects.active = shapes[2]
+    items = j3d.animation_items(None, bpy.context)
+    (group, label, _) = next(item for item in items if item[1].endswith("(BVA)"))
+    assert label == "blink (BVA)"
+    shapes[0].animation_data.action = None  # no longer playing: chosen by name instead
+    out = tmp_path / "chosen.bva"
+    assert bpy.ops.export_scene.j3d_animation(filepath=str(out), animation=group) == {"FINISHED"}
+    assert out.read_bytes() == bva_bytes()
