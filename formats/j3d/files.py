@@ -1,5 +1,5 @@
-"""J3D files on disk: animations (.bck .btk .brk .bpk .btp), material sets (.bmt) and models
-(.bmd .bdl).
+"""J3D files on disk: animations (.bck .btk .brk .bpk .btp .bca .bva .bla .blk), material sets
+(.bmt) and models (.bmd .bdl).
 
 The extension says the kind of an animation, as in the game's archives. ``load`` gives a scene
 for the selection to take (``apply.bind_joints`` for a BCK); ``save`` writes one animation back.
@@ -23,12 +23,15 @@ from ..options import Panel, option, oriented
 from ..scene import Image, Scene
 from . import (
     apply,
+    bca,
     bck,
     bmt,
     bpk,
     brk,
     btk,
     btp,
+    bva,
+    cluster,
     container,
     convert,
     inspect,
@@ -37,7 +40,18 @@ from . import (
     model_convert,
 )
 
-READERS = {".bck": bck, ".btk": btk, ".brk": brk, ".bpk": bpk, ".btp": btp}
+READERS = {
+    ".bck": bck,
+    ".btk": btk,
+    ".brk": brk,
+    ".bpk": bpk,
+    ".btp": btp,
+    ".bca": bca,
+    ".bva": bva,
+    ".bla": cluster.bla,
+    ".blk": cluster.blk,
+}
+JOINT_KINDS = ("bck", "bca")  # joint animations: joints matched by index
 EXTENSIONS = (*READERS, ".bmt")
 MODEL_EXTENSIONS = (".bmd", ".bdl")
 PLAYING = "PLAYING"  # the export of the action playing on the selection
@@ -95,7 +109,7 @@ def load_animation(data: bytes, path: str) -> Scene:
             )
         raise FormatError(path, 0, f"not a J3D animation or material set ({', '.join(EXTENSIONS)})")
     model = READERS[extension].read(data, path)
-    if extension == ".bck":
+    if extension[1:] in JOINT_KINDS:
         joints = apply.file_joints(name, model.joint_count)
         scene = convert.to_scene(model, joints.bone_names, name, filename=path)
         scene.skeletons = [joints]
@@ -136,9 +150,7 @@ def kind_of(path: str) -> str:
     """The kind of animation a file name asks for: its extension ("bck", "btk", …)."""
     extension = os.path.splitext(path)[1].lower()
     if extension not in READERS:
-        raise ExportError(
-            f"{os.path.basename(path)}: name the file .bck, .btk, .brk, .bpk or .btp (its kind)"
-        )
+        raise ExportError(f"{os.path.basename(path)}: name the file {', '.join(READERS)} (its kind)")
     return extension[1:]
 
 
@@ -147,7 +159,7 @@ def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
     kind = kind_of(path)
     animation = scene.animations[0]
     joint_names = None
-    if kind == "bck":
+    if kind in JOINT_KINDS:
         apply.quaternions_to_eulers(animation)
         apply.hold_rest(animation, scene.skeletons[0])
         joint_names = scene.skeletons[0].bone_names
@@ -163,7 +175,7 @@ def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
 ModelOrientation = oriented(model_convert.AXES)
 ARCHIVE_EXTENSIONS = (".arc", ".szs", ".carc", ".rarc", ".u8")
 # The folders of a game's archive that hold its models' animations (the same names unpacked on disk).
-ANIMATION_FOLDERS = ("bck", "brk", "btk", "btp", "bpk")
+ANIMATION_FOLDERS = ("bck", "brk", "btk", "btp", "bpk", "bca", "bva")
 MODEL_FOLDERS = ("bmd", "bdl")
 
 
@@ -180,9 +192,9 @@ class ModelImportOptions(ModelOrientation):
     import_animations: bool = option(
         True,
         "Animations",
-        "Also load the model's animations (.bck .brk .btk .btp .bpk), each as an action: from its folder "
+        "Also load the model's animations (.bck .brk .btk .btp .bpk .bca .bva), each as an action: from its folder "
         "(and the bck/ … folders beside a bmd/ or bdl/ folder), or from its archive's folder and bck/ … "
-        "folders; those made for another model (another joint count, none of its materials) are left out",
+        "folders; those made for another model (another joint or shape count, none of its materials) are left out",
     )
 
 
@@ -266,20 +278,26 @@ def _archive_models(archive, path: str, options: ModelImportOptions) -> list[Sce
 
 
 def _fitting(scene: Scene, candidates: list[tuple[str, Callable[[], bytes]]]) -> list[Scene]:
-    """The animations of ``candidates`` (file name, its bytes) made for the model: a BCK with its joint
-    count, the others animating at least one of its materials. A damaged file raises its FormatError."""
-    joints = len(scene.skeletons[0].bone_names)
+    """The animations of ``candidates`` (file name, its bytes) made for the model: a BCK or BCA with its
+    joint count, a BVA with its shape count, the others animating at least one of its materials (the
+    import reads no cluster data to fit a BLA or BLK to). A damaged file raises its FormatError."""
+    counts = {
+        ".bck": (bck.JOINT_COUNT_OFFSET, len(scene.skeletons[0].bone_names)),
+        ".bca": (bca.JOINT_COUNT_OFFSET, len(scene.skeletons[0].bone_names)),
+        ".bva": (bva.SHAPE_COUNT_OFFSET, len(scene.meshes)),
+    }
     materials = {m.name for m in scene.materials}
     fitting = []
     for filename, data in candidates:
+        extension = os.path.splitext(filename)[1].lower()
+        if extension in (".bla", ".blk"):
+            continue
         raw = archives.unwrap(data(), filename)
-        if filename.lower().endswith(".bck"):
-            at = bck.JOINT_COUNT_OFFSET
-            if len(raw) >= at + 2 and int.from_bytes(raw[at : at + 2], "big") != joints:
+        if extension in counts:
+            at, count = counts[extension]
+            if len(raw) >= at + 2 and int.from_bytes(raw[at : at + 2], "big") != count:
                 continue  # another model's (a damaged one is left to the reader below)
         loaded = load_animation(raw, filename)
-        if filename.lower().endswith(".bck") or any(
-            c.target in materials for a in loaded.animations for c in a.channels
-        ):
+        if extension in counts or any(c.target in materials for a in loaded.animations for c in a.channels):
             fitting.append(loaded)
     return fitting

@@ -325,7 +325,10 @@ def build_animation(
     rig = rigs[animation.skeleton or 0] if rigs else None
     targets = {
         "object": {o.get(props.SCENE_NAME, o.name): o for o in result.armatures + result.objects},
-        "shape_key": {m.name: o for m, o in zip(scene.meshes, result.objects, strict=True)},
+        # Applied to existing objects (``build.add_animations``), a Scene has no meshes: their own names.
+        "shape_key": {m.name: o for m, o in zip(scene.meshes, result.objects, strict=True)}
+        if scene.meshes
+        else {o.get(props.SCENE_NAME, o.name): o for o in result.objects if o.type == "MESH"},
         "material": {m.name: b for m, b in zip(scene.materials, result.materials, strict=True)},
     }
     channels = [(c, None) for c in animation.channels]
