@@ -230,10 +230,11 @@ FAMILIES: tuple[Family, ...] = (
             "Export J3D Animation",
             "J3D animation (.bck .btk .brk .bpk .btp)",
             "Export a J3D animation: the active armature's action as .bck, the active material's as .btk .brk "
-            ".bpk .btp (the file extension chooses)",
+            ".bpk .btp (the file extension chooses), or into the archive it came from (.arc .szs …), "
+            "replacing its member",
             j3d_files.ExportOptions,
             j3d_files.save,
-            tuple(j3d_files.READERS),
+            (*j3d_files.READERS, *j3d_files.ARCHIVE_EXTENSIONS),
         ),
     ),
     # Textures are imported with the models that use them; alone, they are only inspected.

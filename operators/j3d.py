@@ -223,13 +223,40 @@ def export_action(context, kind: str, group: str = files.PLAYING):
     return armature, action
 
 
+def _archive_kind(context, path: str, options: files.ExportOptions) -> str:
+    """The kind of animation an export into an archive writes: the named member's, else that of the
+    chosen animation (or of the one playing on the active armature, else on the active material)."""
+    from .animation import group_actions, primary_action
+    from .blender import props
+
+    if options.member:
+        return files.kind_of(options.member)
+    if options.animation != files.PLAYING:
+        action = primary_action(group_actions(options.animation))
+    else:
+        armature = target_armature(context)
+        obj = context.active_object
+        material = obj.active_material if obj is not None else None
+        action = _playing(armature) or (_playing(material.node_tree) if material is not None else None)
+    group = records.record_group(action) if action is not None else None
+    if group is not None:  # the group's first action holds its extras
+        action = primary_action(group_actions(group)) or action
+    kind = props.get_extras(action).get("j3d_type", "") if action is not None else ""
+    if not kind:
+        raise ExportError(
+            f"{os.path.basename(path)}: name the archive member to replace (Archive Member), or select the "
+            "armature or material playing the J3D animation to export"
+        )
+    return kind
+
+
 def export_scene(context, path: str, options: files.ExportOptions) -> Scene:
     """The chosen (or playing) animation, of the kind ``path``'s extension names, as a Scene for
     ``files.save``."""
     from .blender import compat
     from .blender.extract import extract_scene
 
-    kind = files.kind_of(path)
+    kind = _archive_kind(context, path, options) if files.is_archive_path(path) else files.kind_of(path)
     armature, action = export_action(context, kind, options.animation)
     scene = extract_scene(context, armature, [], actions=[action])
     animation = scene.animations[0] if scene.animations else None

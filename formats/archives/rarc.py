@@ -88,6 +88,7 @@ class RARC:
     filename: str = "<bytes>"
     # Compression around the archive, outermost first: (magic, the 8 header bytes after the size).
     wrapping: list[tuple[bytes, bytes]] = field(default_factory=list)
+    packed: tuple[bytes, bytes] | None = None  # a compressed file as read, and its content
 
     # -- the tree ------------------------------------------------------------------------------
 

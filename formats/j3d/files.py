@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from .. import archives
+from ..archives import writeback
 from ..archives.layout import member_name
 from ..errors import ExportError, FormatError
 from ..files import files_in, read_bytes, write_files
@@ -41,6 +42,9 @@ READERS = {".bck": bck, ".btk": btk, ".brk": brk, ".bpk": bpk, ".btp": btp}
 EXTENSIONS = (*READERS, ".bmt")
 MODEL_EXTENSIONS = (".bmd", ".bdl")
 PLAYING = "PLAYING"  # the export of the action playing on the selection
+# Extras key (of an animation, of a model's scene): the archive member it was read from, which an
+# export into that archive (or a copy of it) replaces.
+ARCHIVE_MEMBER = "archive_member"
 
 
 @dataclass
@@ -68,6 +72,12 @@ class ExportOptions:
         "Animation",
         "The J3D animation applied to the active armature or material to export",
         choices="animation_items",
+    )
+    member: str = option(
+        "",
+        "Archive Member",
+        "Exporting into an archive (.arc .szs .carc …): the member to replace, by its path in the archive "
+        "(bck/wait.bck); empty: the one the animation was imported from",
     )
 
 
@@ -133,7 +143,7 @@ def pattern_images(textures_path: str, indices: list[int]) -> dict[int, Image]:
 
 
 def kind_of(path: str) -> str:
-    """The kind of animation a file name asks for: its extension ("bck", "btk", …)."""
+    """The kind of animation a file (or archive member) name asks for: its extension ("bck", "btk", …)."""
     extension = os.path.splitext(path)[1].lower()
     if extension not in READERS:
         raise ExportError(
@@ -142,10 +152,45 @@ def kind_of(path: str) -> str:
     return extension[1:]
 
 
+def is_archive_path(path: str) -> bool:
+    """Whether an export to ``path`` goes into an archive: an archive's extension, or an existing
+    archive (compressed or not) under any name."""
+    if os.path.splitext(path)[1].lower() in ARCHIVE_EXTENSIONS:
+        return True
+    if not os.path.isfile(path):
+        return False
+    with open(path, "rb") as f:
+        return archives.is_archive(f.read(64))
+
+
+def archive_member(path: str, named: str, recorded: str) -> str:
+    """The member of the archive at ``path`` an export replaces: the one ``named``, else the one the
+    data was imported from (``recorded``)."""
+    member = named or recorded
+    if not member:
+        raise ExportError(
+            f"{os.path.basename(path)}: name the archive member to replace (Archive Member): the data was "
+            "not imported from an archive"
+        )
+    return member
+
+
+def write_into_archive(path: str, replacements: dict[str, bytes]) -> list[str]:
+    """Replace members of the archive at ``path`` (the rest kept, compressed again as it was);
+    writes all or nothing."""
+    if not os.path.isfile(path):
+        raise ExportError(f"{path}: no archive there to export into (export into an existing .arc or .szs)")
+    return write_files({path: writeback.replace_members(read_bytes(path), path, replacements)})
+
+
 def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
-    """Write the scene's animation (playback set, see ``apply.set_playback``) as the kind ``path`` names."""
-    kind = kind_of(path)
+    """Write the scene's animation (playback set, see ``apply.set_playback``) as the kind ``path`` names,
+    or, into an archive, as the member it replaces (``archive_member``)."""
     animation = scene.animations[0]
+    member = None
+    if is_archive_path(path):
+        member = archive_member(path, options.member, animation.extras.get(ARCHIVE_MEMBER, ""))
+    kind = kind_of(member or path)
     joint_names = None
     if kind == "bck":
         apply.quaternions_to_eulers(animation)
@@ -157,6 +202,8 @@ def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
         data = READERS[f".{kind}"].write(convert.from_scene(scene, joint_names=joint_names))
     except ValueError as e:
         raise ExportError(f"animation {animation.name!r}: {e}") from e
+    if member is not None:
+        return write_into_archive(path, {member: data})
     return write_files({path: data})
 
 
@@ -207,7 +254,7 @@ def load_model(
     scene = _model_scene(archives.unwrap(data, path), path, name, options)
     if options.import_animations and os.path.isdir(os.path.dirname(path) or "."):
         found = _folder_animations(os.path.dirname(path) or ".")
-        scene.paired = _fitting(scene, [(p, lambda p=p: read_bytes(p)) for p in found])
+        scene.paired = _fitting(scene, [(p, lambda p=p: read_bytes(p), "") for p in found])
     return scene
 
 
@@ -249,6 +296,7 @@ def _archive_models(archive, path: str, options: ModelImportOptions) -> list[Sce
         filename = member_name(path, member.path)
         name = os.path.splitext(os.path.basename(member.path))[0]
         scene = _model_scene(archives.unwrap(member.data, filename), filename, name, options)
+        scene.extras[ARCHIVE_MEMBER] = member.path
         if options.import_animations:
             folder = os.path.dirname(member.path).lower()
             found = [
@@ -260,24 +308,29 @@ def _archive_models(archive, path: str, options: ModelImportOptions) -> list[Sce
                     or os.path.dirname(m.path).lower().rpartition("/")[2] in ANIMATION_FOLDERS
                 )
             ]
-            scene.paired = _fitting(scene, [(member_name(path, m.path), lambda m=m: m.data) for m in found])
+            scene.paired = _fitting(
+                scene, [(member_name(path, m.path), lambda m=m: m.data, m.path) for m in found]
+            )
         scenes.append(scene)
     return scenes
 
 
-def _fitting(scene: Scene, candidates: list[tuple[str, Callable[[], bytes]]]) -> list[Scene]:
-    """The animations of ``candidates`` (file name, its bytes) made for the model: a BCK with its joint
-    count, the others animating at least one of its materials. A damaged file raises its FormatError."""
+def _fitting(scene: Scene, candidates: list[tuple[str, Callable[[], bytes], str]]) -> list[Scene]:
+    """The animations of ``candidates`` (file name, its bytes, its archive member path or "") made for
+    the model: a BCK with its joint count, the others animating at least one of its materials. A
+    damaged file raises its FormatError."""
     joints = len(scene.skeletons[0].bone_names)
     materials = {m.name for m in scene.materials}
     fitting = []
-    for filename, data in candidates:
+    for filename, data, member in candidates:
         raw = archives.unwrap(data(), filename)
         if filename.lower().endswith(".bck"):
             at = bck.JOINT_COUNT_OFFSET
             if len(raw) >= at + 2 and int.from_bytes(raw[at : at + 2], "big") != joints:
                 continue  # another model's (a damaged one is left to the reader below)
         loaded = load_animation(raw, filename)
+        if member:
+            loaded.animations[0].extras[ARCHIVE_MEMBER] = member
         if filename.lower().endswith(".bck") or any(
             c.target in materials for a in loaded.animations for c in a.channels
         ):
