@@ -300,7 +300,7 @@ def _expand(offsets, lengths, distances, values, literals, size, filename) -> by
 
 # -- encoding ---------------------------------------------------------------------------------
 
-SEARCH_DEPTH = 24  # earlier starts of the same three bytes tried per position, nearest first
+SEARCH_DEPTH = 16  # earlier starts of the same three bytes tried per position, nearest first
 _ENCODE_BLOCK = 1 << 18  # positions whose matches are searched together
 # Thresholds for counting a 64-bit difference's leading zero bytes with one searchsorted.
 _BYTE_THRESHOLDS = np.array([1 << (8 * k) for k in range(1, 8)], np.uint64)
