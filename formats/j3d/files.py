@@ -163,9 +163,11 @@ def is_archive_path(path: str) -> bool:
         return archives.is_archive(f.read(64))
 
 
-def archive_member(path: str, named: str, recorded: str) -> str:
-    """The member of the archive at ``path`` an export replaces: the one ``named``, else the one the
-    data was imported from (``recorded``)."""
+def export_member(path: str, named: str, recorded: str) -> str | None:
+    """The member an export to ``path`` replaces when ``path`` is an archive (None when it is not):
+    the one ``named``, else the one the data was imported from (``recorded``, its ARCHIVE_MEMBER)."""
+    if not is_archive_path(path):
+        return None
     member = named or recorded
     if not member:
         raise ExportError(
@@ -175,21 +177,21 @@ def archive_member(path: str, named: str, recorded: str) -> str:
     return member
 
 
-def write_into_archive(path: str, replacements: dict[str, bytes]) -> list[str]:
-    """Replace members of the archive at ``path`` (the rest kept, compressed again as it was);
-    writes all or nothing."""
+def write_export(path: str, member: str | None, data: bytes) -> list[str]:
+    """Write an export's ``data`` at ``path``, or, with ``member`` (``export_member``), into the archive
+    at ``path`` as that member (every other member kept, compressed again as it was); all or nothing."""
+    if member is None:
+        return write_files({path: data})
     if not os.path.isfile(path):
         raise ExportError(f"{path}: no archive there to export into (export into an existing .arc or .szs)")
-    return write_files({path: writeback.replace_members(read_bytes(path), path, replacements)})
+    return write_files({path: writeback.replace_members(read_bytes(path), path, {member: data})})
 
 
 def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
     """Write the scene's animation (playback set, see ``apply.set_playback``) as the kind ``path`` names,
-    or, into an archive, as the member it replaces (``archive_member``)."""
+    or, into an archive, as the member it replaces (``export_member``)."""
     animation = scene.animations[0]
-    member = None
-    if is_archive_path(path):
-        member = archive_member(path, options.member, animation.extras.get(ARCHIVE_MEMBER, ""))
+    member = export_member(path, options.member, animation.extras.get(ARCHIVE_MEMBER, ""))
     kind = kind_of(member or path)
     joint_names = None
     if kind == "bck":
@@ -202,9 +204,7 @@ def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
         data = READERS[f".{kind}"].write(convert.from_scene(scene, joint_names=joint_names))
     except ValueError as e:
         raise ExportError(f"animation {animation.name!r}: {e}") from e
-    if member is not None:
-        return write_into_archive(path, {member: data})
-    return write_files({path: data})
+    return write_export(path, member, data)
 
 
 ModelOrientation = oriented(model_convert.AXES)
