@@ -178,3 +178,25 @@ def test_exporting_into_an_archive_needs_a_member_that_exists(tmp_path):
     assert (
         archives.read_archive(open(path, "rb").read(), path).find("04_tobikomi/04_tobikomi.bck") is not None
     )
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("replaced", ["first", "second"])
+def test_members_sharing_their_data_part_when_one_is_replaced(replaced):
+    plain = bytearray(archives.unwrap(support.corpus_file(MARIO).read_bytes()))
+    archive = rarc.read(bytes(plain), MARIO)
+    (first, a), (second, b) = archive.files()[:2]
+    # The second entry's data made the first's, as an archive storing one file under two names has it.
+    at = rarc.HEADER_SIZE + archive.entry_offset + archive.entries.index(b) * rarc.ENTRY_SIZE
+    struct.pack_into(">II", plain, at + 8, a.data_offset, a.size)
+    shared = bytes(plain)
+    before = dict((p, c) for p, c, _ in members(shared, "shared.arc"))
+    assert before[first] == before[second]
+    assert writeback.replace_members(shared, "shared.arc", {}) == shared
+    path = first if replaced == "first" else second
+    after = dict(
+        (p, c) for p, c, _ in members(writeback.replace_members(shared, "shared.arc", {path: b"new"}), "x")
+    )
+    assert after.pop(path) == b"new"
+    before.pop(path)
+    assert after == before
