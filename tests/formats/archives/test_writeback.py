@@ -8,6 +8,8 @@ import struct
 import numpy as np
 import pytest
 import support
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from retro_models.formats import archives
 from retro_models.formats.archives import compression, rarc, u8, writeback
 from retro_models.formats.errors import ExportError, FormatError
@@ -116,6 +118,26 @@ def test_a_damaged_archive_or_a_missing_member_names_the_archive():
         writeback.replace_members(bytes(damaged), "damaged.arc", {"arc/bck/wait.bck": b"x"})
     with pytest.raises(ExportError, match=r"game\.szs has no member 'bck/jump\.bck' .*arc/bck/run\.bck"):
         writeback.replace_members(data, "game.szs", {"bck/jump.bck": b"x"})
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(sorted(generated_archives())),
+    st.lists(st.tuples(st.integers(0, 0x1FF), st.integers(0, 255)), min_size=1, max_size=6),
+)
+def test_damaged_archives_are_written_back_or_give_one_error(name, changes):
+    data = bytearray(generated_archives()[name])
+    for offset, value in changes:
+        data[offset % len(data)] = value
+    try:
+        written = writeback.replace_members(bytes(data), name, {"arc/bck/run.bck": b"new"})
+    except (FormatError, ExportError):
+        return
+    before = members(bytes(data), name)
+    after = members(written, name)
+    assert [(p, c) for p, c, _ in after if p.lower() != "arc/bck/run.bck"] == [
+        (p, c) for p, c, _ in before if p.lower() != "arc/bck/run.bck"
+    ]
 
 
 # -- J3D animations exported into an archive ------------------------------------------------------
