@@ -9,7 +9,7 @@ selection, and the animation to export.
 
 Export writes one animation back: the active armature's action as .bck (joints in the armature's
 joint order), the active material's node-tree action as .btk .brk .bpk .btp; the extension chosen
-says which. Reading and writing the files is formats/j3d/files.py; the Scene steps between the
+says which, or, into an archive, the member the animation came from (or the one named). Reading and writing the files is formats/j3d/files.py; the Scene steps between the
 files and Blender, formats/j3d/apply.py.
 """
 

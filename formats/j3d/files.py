@@ -2,9 +2,12 @@
 (.bmd .bdl).
 
 The extension says the kind of an animation, as in the game's archives. ``load`` gives a scene
-for the selection to take (``apply.bind_joints`` for a BCK); ``save`` writes one animation back.
-``load_model`` gives a model's scene (the registry's "j3d_model" family); its bytes come from a
-function, so that a model inside an archive reads the same way.
+for the selection to take (``apply.bind_joints`` for a BCK); ``save`` writes one animation back,
+to a file or into an archive as the member it came from. ``load_model`` gives a model's scene (the
+registry's "j3d_model" family); its bytes come from a function, so that a model inside an archive
+reads the same way. What is read from an archive keeps its member path (``ARCHIVE_MEMBER`` in the
+extras of the animation and of the model's scene); ``export_member`` and ``write_export`` put an
+export back there.
 """
 
 from __future__ import annotations
