@@ -142,7 +142,8 @@ class RARC:
             if normalise(member_path) == key:
                 if entry.flags & COMPRESSED:
                     magic = compression.YAZ0 if entry.flags & YAZ0 else compression.YAY0
-                    data = compression.compress(data, magic)
+                    reserved = entry.stored[8:16] if entry.stored[:4] == compression.YAZ0 else bytes(8)
+                    data = compression.compress(data, magic, reserved.ljust(8, b"\0"))
                 entry.stored = bytes(data)
                 return
         raise KeyError(f"{self.filename} has no member {path!r}")

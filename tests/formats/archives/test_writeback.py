@@ -222,3 +222,18 @@ def test_members_sharing_their_data_part_when_one_is_replaced(replaced):
     assert after.pop(path) == b"new"
     before.pop(path)
     assert after == before
+
+
+@pytest.mark.corpus
+def test_a_compressed_member_is_compressed_again_as_it_was():
+    archive = rarc.read(support.corpus_file("j3d-models/SunshineMariod.arc").read_bytes(), "packed.arc")
+    ((path, entry),) = archive.files()
+    reserved = b"\0\0\x20\0ABCD"  # what some tools leave in a Yaz0 header
+    entry.stored = compression.compress(archive.find(path).data, compression.YAZ0, reserved)
+    entry.flags |= rarc.COMPRESSED | rarc.YAZ0
+    packed = rarc.write(archive)
+    assert writeback.replace_members(packed, "packed.arc", {path: archive.find(path).data}) == packed
+    written = writeback.replace_members(packed, "packed.arc", {path: b"J3D1btk1 new"})
+    ((_, stored),) = rarc.read(written, "written.arc").files()
+    assert stored.stored[:4] == b"Yaz0" and stored.stored[8:16] == reserved
+    assert rarc.read(written, "written.arc").find(path).data == b"J3D1btk1 new"
