@@ -394,10 +394,14 @@ def _previous_starts(data: bytes) -> np.ndarray:
     previous = np.full(len(data), -1, np.int32)
     if len(data) < MIN_MATCH:
         return previous
-    b = np.frombuffer(data, np.uint8).astype(np.int32)
-    keys = b[:-2] << 16 | b[1:-1] << 8 | b[2:]
-    order = np.argsort(keys, kind="stable").astype(np.int32)  # by key, then by position
-    same = keys[order[1:]] == keys[order[:-1]]
+    b = np.frombuffer(data, np.uint8)
+    # Positions by key, then by position: two stable sorts of small integers (numpy sorts those
+    # by radix), the last two bytes first.
+    rest = b[1:-1].astype(np.uint16) << 8 | b[2:]
+    order = np.argsort(rest, kind="stable")
+    order = order[np.argsort(b[:-2][order], kind="stable")]
+    keys = (b[:-2].astype(np.int32) << 16 | rest)[order]
+    same = keys[1:] == keys[:-1]
     previous[order[1:][same]] = order[:-1][same]
     return previous
 
