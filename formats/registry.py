@@ -232,10 +232,10 @@ FAMILIES: tuple[Family, ...] = (
             "J3D animation (.bck .btk .brk .bpk .btp .bca .bva .bla .blk)",
             "Export a J3D animation: the active armature's action as .bck .bca, the active material's as .btk "
             ".brk .bpk .btp, the active object's visibility as .bva, its shape keys' as .bla .blk (the file "
-            "extension chooses)",
+            "extension chooses), or into the archive it came from (.arc .szs …), replacing its member",
             j3d_files.ExportOptions,
             j3d_files.save,
-            tuple(j3d_files.READERS),
+            (*j3d_files.READERS, *j3d_files.ARCHIVE_EXTENSIONS),
         ),
     ),
     # Textures are imported with the models that use them; alone, they are only inspected.

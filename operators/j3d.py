@@ -15,8 +15,9 @@ selection, and the animation to export.
 Export writes one animation back: the active armature's action as .bck .bca (joints in the
 armature's joint order), the active object's visibility action as .bva, its shape keys' action as
 .bla .blk, the active material's node-tree action as .btk .brk .bpk .btp; the extension chosen
-says which. Visibility and cluster weights keyed in Blender (no import record) come from the
-selected shapes and the active mesh's shape keys (``keyed_scene``). Reading and writing the files is formats/j3d/files.py; the Scene steps between the
+says which, or, into an archive, the member the animation came from (or the one named). Visibility
+and cluster weights keyed in Blender (no import record) come from the selected shapes and the
+active mesh's shape keys (``keyed_scene``). Reading and writing the files is formats/j3d/files.py; the Scene steps between the
 files and Blender, formats/j3d/apply.py.
 """
 
@@ -335,13 +336,40 @@ def export_action(context, kind: str, group: str = files.PLAYING):
     return armature, action
 
 
+def _archive_kind(context, path: str, options: files.ExportOptions) -> str:
+    """The kind of animation an export into an archive writes: the named member's, else that of the
+    chosen animation (or of the one playing on the active armature, else on the active material)."""
+    from .animation import group_actions, primary_action
+    from .blender import props
+
+    if options.member:
+        return files.kind_of(options.member)
+    if options.animation != files.PLAYING:
+        action = primary_action(group_actions(options.animation))
+    else:
+        armature = target_armature(context)
+        obj = context.active_object
+        material = obj.active_material if obj is not None else None
+        action = _playing(armature) or (_playing(material.node_tree) if material is not None else None)
+    group = records.record_group(action) if action is not None else None
+    if group is not None:  # the group's first action holds its extras
+        action = primary_action(group_actions(group)) or action
+    kind = props.get_extras(action).get("j3d_type", "") if action is not None else ""
+    if not kind:
+        raise ExportError(
+            f"{os.path.basename(path)}: name the archive member to replace (Archive Member), or select the "
+            "armature or material playing the J3D animation to export"
+        )
+    return kind
+
+
 def export_scene(context, path: str, options: files.ExportOptions) -> Scene:
     """The chosen (or playing) animation, of the kind ``path``'s extension names, as a Scene for
     ``files.save``."""
     from .blender import compat
     from .blender.extract import extract_scene
 
-    kind = files.kind_of(path)
+    kind = _archive_kind(context, path, options) if files.is_archive_path(path) else files.kind_of(path)
     armature, action = export_action(context, kind, options.animation)
     if kind in ("bva", "bla", "blk") and records.read_record(action) is None:
         scene = keyed_scene(context, kind, action)

@@ -119,4 +119,4 @@ def test_options_are_drawn_in_their_panels():
         ("RETRO_j3d_import_texture_patterns", "textures_file"),
     ]
     assert drawn("tmrf", "exporter")[0] == ("", "file_contents")  # above the panels
-    assert drawn("j3d", "exporter") == [("", "animation")]  # no axis conversion
+    assert drawn("j3d", "exporter") == [("", "animation"), ("", "member")]  # no axis conversion
