@@ -37,9 +37,10 @@ import numpy as np
 
 from ..errors import ExportError
 from ..scene import Mesh
-from . import materials
+from . import materials, model_build
 from . import model_geometry as geometry
 from . import strips as stripper
+from .mat3 import MAT3
 from .model import (
     ARRAY_ATTRIBUTES,
     DESCRIPTOR_DTYPE,
@@ -65,6 +66,7 @@ from .model import (
     Model,
 )
 from .model_convert import normal_matrices
+from .tex1 import TEX1
 
 MAX_INDEX = 0xFFFF  # a u16 array index
 MAX_WRITTEN_INFLUENCES = 8  # more joints per vertex than the game's tools ever wrote (5 seen)
@@ -866,3 +868,54 @@ def replace_shapes(
     )
     sections.update({INF1: inf1, SHP1: shp1, VTX1: arrays.section()})
     return Model(model.kind, [sections.get(type(s), s) for s in model.sections], model.framing)
+
+
+def new_model(
+    joints: list[model_build.Joint],
+    shapes: list[ShapeData],
+    materials: list[str] | MAT3,
+    textures: list[tuple[str, np.ndarray]] | TEX1 = (),
+    kind: bytes = b"bmd3",
+    scaling_rule: int = 0,
+    filename: str = "<new model>",
+) -> Model:
+    """A model made from scratch: the joints (parents first), materials and textures as
+    ``model_build.skeleton`` takes them, every shape encoded as ``replace_shapes`` adds one, and
+    each joint's bounds from the vertices it moves. Only BMD: a BDL's MDL3 (each material's
+    precompiled GX commands) is not generated."""
+    if kind != b"bmd3":
+        raise ExportError(
+            f"{filename}: a new model can be written as BMD only (a BDL needs MDL3 display lists)"
+        )
+    for j, joint in enumerate(joints):
+        if not -1 <= joint.parent < j or (joint.parent == -1) != (j == 0):
+            raise ExportError(
+                f"{filename}: joint {joint.name!r} must come after its parent and only joint 0 is the root"
+            )
+    model = replace_shapes(
+        model_build.skeleton(joints, materials, textures, scaling_rule), {}, shapes, filename=filename
+    )
+    return _with_joint_bounds(model, shapes)
+
+
+def _with_joint_bounds(model: Model, shapes: list[ShapeData]) -> Model:
+    """JNT1 bounding boxes and radii: each joint's box (in its own space) around the bind-pose
+    vertices that it influences."""
+    world = geometry.world_matrices(model, geometry.read_graph(model).parents)
+    inverse = np.linalg.inv(world)
+    entries = model.jnt1.joints().copy()
+    entries["radius"], entries["bbox_min"], entries["bbox_max"] = 0, 0, 0
+    for data in shapes:
+        positions = np.asarray(data.positions, np.float64).reshape(-1, 3)
+        joints = np.asarray(data.joints, np.int64).reshape(len(positions), -1)
+        weights = np.asarray(data.weights, np.float64).reshape(len(positions), -1)
+        for j in np.unique(joints[weights > 0]).tolist():
+            moved = positions[((joints == j) & (weights > 0)).any(axis=1)]
+            local = moved @ inverse[j, :3, :3].T + inverse[j, :3, 3]
+            entries["bbox_min"][j] = np.minimum(entries["bbox_min"][j], local.min(axis=0))
+            entries["bbox_max"][j] = np.maximum(entries["bbox_max"][j], local.max(axis=0))
+            entries["radius"][j] = max(
+                float(entries["radius"][j]), float(np.linalg.norm(local, axis=1).max())
+            )
+    jnt1 = replace(model.jnt1, entries=entries, remap=np.arange(len(entries), dtype=">u2"))
+    return replace(model, sections=[jnt1 if isinstance(s, type(jnt1)) else s for s in model.sections])
