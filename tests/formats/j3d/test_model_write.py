@@ -206,7 +206,11 @@ def test_moved_added_and_deleted_vertices_and_faces():
     out = model.read(rewritten(m, {0: data}))
     got = model_write.shape_data(model_convert.to_scene(out).meshes[0])
     assert_same_corners(data, got)
-    assert out.inf1.vertex_count == len(model_geometry.decode_array(out, 9)) or out.inf1.vertex_count > 12
+    assert out.inf1.vertex_count == 14  # the moved and the new position appended
+    # bounds: joint 1 (shape 0's) grows to hold the moved vertex in its own space; the others are kept
+    before, after = m.jnt1.joints(), out.jnt1.joints()
+    assert after["radius"][1] != before["radius"][1] and after["bbox_max"][1][0] > 2.9
+    assert after[[0, 2]].tobytes() == before[[0, 2]].tobytes()
 
 
 def corner_table(d: model_write.ShapeData, joints: int) -> np.ndarray:
