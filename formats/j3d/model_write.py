@@ -72,6 +72,7 @@ from .tex1 import TEX1
 MAX_INDEX = 0xFFFF  # a u16 array index
 MAX_WRITTEN_INFLUENCES = 8  # more joints per vertex than the game's tools ever wrote (5 seen)
 NORMAL_TOLERANCE = 2e-5  # per component: float32 noise of a reader's turned, normalised normal
+WELL_CONDITIONED = 10.0  # a draw matrix turning directions by at most this stretch
 WEIGHT_DIGITS = 6  # weights equal to this many decimals are one envelope
 MULTI, SINGLE = 3, 0
 
@@ -126,17 +127,60 @@ def _new_format(attribute: int) -> tuple:
     return (attribute, count, 4, 0, b"\xff" * 3)
 
 
+def _mix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser: every input bit reaches every output bit (uint64, wrapping)."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Equal rows found fast: (id of each row, first row of each id), ids in order of first
+    appearance. Rows are hashed to one uint64 (their bit patterns mixed), then checked against
+    their group's first row; only a hash collision falls back to numpy's row sort."""
+    rows = np.ascontiguousarray(rows)
+    if not len(rows):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if rows.dtype.kind == "f":
+        rows = rows.astype(np.float64) + 0.0  # one bit pattern for 0 and -0
+    bits = rows.reshape(len(rows), -1).view(np.uint8).reshape(len(rows), -1)
+    words = np.zeros((len(rows), -(-bits.shape[1] // 8) * 8), np.uint8)
+    words[:, : bits.shape[1]] = bits
+    words = words.view(np.uint64)
+    hashed = np.zeros(len(rows), np.uint64)
+    for column in words.T:
+        hashed = _mix(hashed ^ _mix(column))
+    _, first, inverse = np.unique(hashed, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if not (words == words[first[inverse]]).all():  # a collision
+        _, first, inverse = np.unique(words, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[inverse], first[order]
+
+
 def _near(existing: np.ndarray, wanted: np.ndarray, tolerance: float) -> np.ndarray:
     """For each wanted row, an existing row equal to it within ``tolerance`` per component
     (exactly when 0), -1 where there is none."""
     found = np.full(len(wanted), -1, np.int64)
     if not len(existing) or not len(wanted):
         return found
-    if tolerance == 0:
-        rows = np.concatenate([existing, wanted])
-        _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-        first_of_wanted = first[inverse.reshape(-1)[len(existing) :]]
-        return np.where(first_of_wanted < len(existing), first_of_wanted, -1)
+    ids, first = unique_rows(np.concatenate([existing, wanted]))
+    first_of_wanted = first[ids[len(existing) :]]
+    found = np.where(first_of_wanted < len(existing), first_of_wanted, -1)
+    if tolerance == 0 or (found >= 0).all():
+        return found
+    rest = np.flatnonzero(found < 0)
+    found[rest] = _within(existing, wanted[rest], tolerance)
+    return found
+
+
+def _within(existing: np.ndarray, wanted: np.ndarray, tolerance: float) -> np.ndarray:
+    """``_near`` for rows no existing row equals exactly: a grid of cells twice the tolerance wide,
+    each wanted row looked up in the 2^components cells its tolerance box touches."""
+    found = np.full(len(wanted), -1, np.int64)
     cell = 2 * tolerance
     mix = np.array(
         [0x9E3779B1, 0x85EBCA77, 0xC2B2AE3D, 0x27D4EB2F, 0x165667B1][: existing.shape[1]], np.int64
@@ -216,10 +260,15 @@ class _Arrays:
         self.rows[attribute] = rows.astype(">f4")
 
     def index(
-        self, attribute: int, values: np.ndarray, shape: str, prefer: np.ndarray | None = None
+        self,
+        attribute: int,
+        values: np.ndarray,
+        shape: str,
+        prefer: np.ndarray | None = None,
+        append: bool = True,
     ) -> np.ndarray:
         """Indices of ``values`` (floats; colours (N, 4) uint8 RGBA) in the array, appending the new
-        ones; entries in ``prefer`` are looked at first."""
+        ones (``append`` False: -1 for them); entries in ``prefer`` are looked at first."""
         stored = self._stored(attribute)
         entry = self.entry(attribute)
         kind, shift = int(entry["type"]), int(entry["shift"])
@@ -229,6 +278,8 @@ class _Arrays:
         else:
             values = np.asarray(values, np.float64)[:, :width]
             raw = geometry.encode_array(values, attribute, kind, shift)
+            if raw is None and not append:
+                return np.full(len(values), -1, np.int64)
             if raw is None:
                 self._to_float(attribute)
                 stored, kind = self.rows[attribute], 4
@@ -246,9 +297,10 @@ class _Arrays:
         rest = found < 0
         found[rest] = _near(stored.astype(np.float64), wanted[rest], tolerance)
         missing = found < 0
-        if missing.any():
-            new, inverse = np.unique(raw[missing], axis=0, return_inverse=True)
-            found[missing] = len(stored) + inverse.reshape(-1)
+        if missing.any() and append:
+            ids, first = unique_rows(raw[missing])
+            new = raw[missing][first]
+            found[missing] = len(stored) + ids
             self.rows[attribute] = np.concatenate([stored, new])
             self.changed.add(attribute)
         if len(found) and found.max() > MAX_INDEX:
@@ -268,8 +320,7 @@ class _Arrays:
         when none is free."""
         found = self.index(attribute, values, shape, own)
         rows = self.rows[attribute]
-        _, value_class = np.unique(rows, axis=0, return_inverse=True)
-        value_class = value_class.reshape(-1)
+        value_class, _ = unique_rows(rows)
         copies = np.bincount(value_class)
         span = int(groups.max(initial=0)) + 1
         key = found * span + groups
@@ -463,10 +514,10 @@ def _vertex_keys(data: ShapeData, joints_count: int, shape: str) -> tuple[list[t
     if used.sum(axis=1).max(initial=0) > MAX_WRITTEN_INFLUENCES:
         raise ExportError(f"{shape}: a vertex has more than {MAX_WRITTEN_INFLUENCES} joint weights")
     rows = np.concatenate([np.where(used, joints, -1), np.round(np.where(used, weights, 0), 7)], axis=1)
-    distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+    inverse, first = unique_rows(rows)
     k = joints.shape[1]
-    keys = [_skin_key(r[:k].astype(np.int64), r[k:]) for r in distinct]
-    return keys, inverse.reshape(-1)
+    keys = [_skin_key(r[:k].astype(np.int64), r[k:]) for r in rows[first]]
+    return keys, inverse
 
 
 # -- the scene graph ---------------------------------------------------------------------------
@@ -599,20 +650,27 @@ def _normal_indices(
     arrays: _Arrays, normals: np.ndarray, corner_draw: np.ndarray, matrices: np.ndarray, shape: str
 ) -> np.ndarray:
     """NRM indices of model-space corner normals. An existing normal is reused when the reader would
-    turn it into the wanted one (compared where the reader compares: after its draw matrix, so
-    nearly flat joint scales lose nothing); others are turned back by Dᵀ (the inverse of the
-    reader's D⁻ᵀ) and appended."""
-    found = np.full(len(normals), -1, np.int64)
+    turn it into the wanted one: compared by direction with Dᵀ·n (the inverse of the reader's
+    D⁻ᵀ) where the draw matrix is well conditioned, and where the reader compares (after its own
+    turn) for nearly flat joint scales; others are turned back by Dᵀ and appended."""
+    turned = _unit(np.einsum("nji,nj->ni", matrices[corner_draw, :3, :3], normals))
     existing = arrays.decoded(geometry.NRM)
-    if existing is not None and len(existing):
+    if existing is None or not len(existing):
+        return arrays.index(geometry.NRM, turned, shape)
+    linear = matrices[:, :3, :3]
+    conditioned = np.linalg.cond(linear) < WELL_CONDITIONED
+    found = np.full(len(normals), -1, np.int64)
+    direct = conditioned[corner_draw]
+    found[direct] = _near(_unit(existing[:, :3]), turned[direct], NORMAL_TOLERANCE)
+    misses = found < 0
+    if misses.any():
         turn = normal_matrices(matrices)
-        for d in np.unique(corner_draw).tolist():
-            at = np.flatnonzero(corner_draw == d)
+        for d in np.unique(corner_draw[misses & ~direct]).tolist():
+            at = np.flatnonzero(misses & (corner_draw == d))
             found[at] = _near(_unit(existing[:, :3] @ turn[d].T), normals[at], NORMAL_TOLERANCE)
     missing = np.flatnonzero(found < 0)
     if len(missing):
-        turned = np.einsum("nji,nj->ni", matrices[corner_draw[missing], :3, :3], normals[missing])
-        found[missing] = arrays.index(geometry.NRM, _unit(turned), shape)
+        found[missing] = arrays.index(geometry.NRM, turned[missing], shape)
     return found
 
 
@@ -675,7 +733,8 @@ def _encode_shape(
             attributes.append(geometry.TEX[k])
     # One GX vertex per distinct (draw matrix, indices) corner.
     table = np.stack(columns, axis=1)
-    vertices, corner_of = np.unique(table, axis=0, return_inverse=True)
+    corner_of, first = unique_rows(table)
+    vertices = table[first]
     gx_triangles = corner_of.reshape(-1, 3)
 
     old_types = {} if old_descriptors is None else dict(old_descriptors.tolist())
@@ -868,21 +927,22 @@ def replace_shapes(
         vertex_count=arrays.count(geometry.POS),
     )
     sections.update({INF1: inf1, SHP1: shp1, VTX1: arrays.section()})
-    before = [_imported(model, s, world, filename) for s in range(shape_count)]
+    skin = geometry.draw_skin(model, world, filename)
+    positions = geometry.decode_array(model, geometry.POS, filename)
+    before = [_imported(g, positions, skin) for g in decoded]
     after = [before[s] if s not in encoded else shapes[s] for s in range(shape_count) if s not in removed]
     sections[JNT1] = _joint_bounds(model.jnt1, world, before, after + list(added))
     return Model(model.kind, [sections.get(type(s), s) for s in model.sections], model.framing)
 
 
-def _imported(model: Model, shape: int, world: np.ndarray, filename: str) -> ShapeData:
+def _imported(g: geometry.ShapeGeometry, positions: np.ndarray | None, skin: geometry.Skin) -> ShapeData:
     """A shape's bind-pose vertices and skin as the importer places them (no corner data)."""
-    skin = geometry.draw_skin(model, world, filename)
-    g = geometry.decode_shape(model, shape, filename)
+    if positions is None or geometry.POS not in g.indices:
+        empty = np.zeros((0, 1))
+        return ShapeData(np.zeros((0, 3)), np.zeros((0, 3), np.int64), empty.astype(np.int64), empty)
     keys = g.indices[geometry.POS] * len(skin.matrices) + g.draw
     _, first = np.unique(keys, return_index=True)
-    points = geometry.decode_array(model, geometry.POS, filename)[g.indices[geometry.POS][first]].astype(
-        np.float64
-    )
+    points = positions[g.indices[geometry.POS][first]].astype(np.float64)
     if points.shape[1] == 2:
         points = np.concatenate([points, np.zeros((len(points), 1))], axis=1)
     matrices = skin.matrices[g.draw[first]]
