@@ -20,10 +20,15 @@ game needs is rebuilt for the edited shapes only:
   packets and display-list bytes are copied.
 - INF1: the scene graph loses removed shapes, gains added ones (under the root joint, each after
   its own material node), and moves a shape whose material changed; packet and position counts.
-- MAT3, TEX1, JNT1 and a BDL's MDL3 are kept as they are. MDL3 holds each material's GX
-  commands compiled from MAT3 and nothing from the shapes, so it stays valid while MAT3 is
-  unedited; renaming a material changes MAT3's name table only, which MDL3 does not mirror (its
-  own name table is a copy the runtime does not read for drawing).
+- JNT1: bounds are recomputed for the joints whose vertices changed extent (each joint's box in
+  its own space around the bind-pose vertices it moves); the stored bounds of the others are
+  kept (they are authoring leftovers that no formula reproduces).
+- MAT3, TEX1 and a BDL's MDL3 are kept as they are. MDL3 holds each material's GX commands
+  compiled from MAT3 and nothing from the shapes, so it stays valid while MAT3 is unedited.
+  ``rename_materials`` renames MAT3's materials and MDL3's copy of the names (the runtime finds
+  MDL3's lists by material index; they hold no names and stay byte for byte). Any other MAT3
+  edit (colours, TEV, textures) makes MDL3 stale: such a model must be written as a BMD (no
+  MDL3) until MDL3 is generated from MAT3, which this module does not do.
 
 ``new_model`` makes a model from nothing (joints, materials, textures, shapes) by building an
 empty one with ``model_build`` and adding the shapes with ``replace_shapes``.
@@ -40,6 +45,7 @@ from ..scene import Mesh
 from . import materials, model_build
 from . import model_geometry as geometry
 from . import strips as stripper
+from .container import RawSection, aligned_padding, write_names
 from .mat3 import MAT3
 from .model import (
     ARRAY_ATTRIBUTES,
@@ -1017,3 +1023,25 @@ def new_model(
             )
     empty = model_build.skeleton(joints, materials, textures, scaling_rule)
     return replace_shapes(empty, {}, shapes, filename=filename)
+
+
+MDL3_NAMES = 0x20  # MDL3 header: offset of its name table (the section's last table)
+
+
+def rename_materials(model: Model, names: list[str], filename: str = "<bytes>") -> Model:
+    """The model with its materials renamed: MAT3's name table and, in a BDL, the copy MDL3 keeps
+    (MDL3's display lists are found by material index and hold no names: they stay as they are)."""
+    if len(names) != len(model.mat3.names):
+        raise ExportError(f"{filename}: {len(names)} material names for {len(model.mat3.names)} materials")
+    sections = []
+    for section in model.sections:
+        if isinstance(section, MAT3):
+            section = replace(section, names=list(names))
+        elif isinstance(section, RawSection) and section.magic == b"MDL3":
+            at = int.from_bytes(section.data[MDL3_NAMES : MDL3_NAMES + 4], "big")
+            body = bytearray(section.data[:at] + write_names(list(names)))
+            body += aligned_padding(len(body), 32)
+            body[4:8] = len(body).to_bytes(4, "big")
+            section = replace(section, data=bytes(body))
+        sections.append(section)
+    return replace(model, sections=sections)

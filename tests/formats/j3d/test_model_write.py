@@ -167,6 +167,21 @@ def assert_draws(primitives, triangles):
     assert all(len(v) <= 0xFFFF for _, v in primitives)
 
 
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", [n for n in corpus_names() if n.endswith(".bdl")])
+def test_renamed_materials_keep_mdl3_display_lists_and_rename_its_copy_of_the_names(name):
+    data = corpus_models()[name]
+    m = model.read(data, name)
+    assert model.write(model_write.rename_materials(m, m.mat3.names)) == data
+    names = [f"renamed{i}" for i in range(len(m.mat3.names))]
+    out = model.read(model.write(model_write.rename_materials(m, names)))
+    assert structure.problems(model.write(out)) == []
+    assert out.mat3.names == names
+    at = int.from_bytes(m.raw(b"MDL3").data[0x20:0x24], "big")
+    assert out.raw(b"MDL3").data[:4] == b"MDL3" and out.raw(b"MDL3").data[8:at] == m.raw(b"MDL3").data[8:at]
+    assert [x.name for x in model_convert.to_scene(out).materials] == names
+
+
 # -- edits on the generated model -------------------------------------------------------------------
 
 
