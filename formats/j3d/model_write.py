@@ -810,12 +810,15 @@ def _place(table: bytearray, item: bytes, step: int) -> int:
 def _shp1(
     model: Model, order: list[int | None], encoded: dict[int, _Encoded], renumber: np.ndarray
 ) -> tuple[SHP1, int]:
-    """SHP1 with shapes in ``order`` (an old shape index, or None for the next encoded added one)."""
+    """SHP1 with the shapes in ``order`` (old indices; an encoded shape replaces or adds one). The
+    slot table is laid out again in shape order, each distinct run of slots once."""
     shp1 = model.shp1
     records = shp1.shapes()
     descriptors = bytearray(shp1.descriptors[: _descriptor_end(shp1)])
     old_slots = shp1.slots.astype(np.int64)
-    slots = list(np.where(old_slots == 0xFFFF, 0xFFFF, renumber[np.minimum(old_slots, len(renumber) - 1)]))
+    old_slots = np.where(old_slots == 0xFFFF, 0xFFFF, renumber[np.minimum(old_slots, len(renumber) - 1)])
+    slots: list[int] = []
+    runs: dict[tuple, int] = {}
     entries, groups, packets, lists = [], [], [], bytearray()
     for key in order:
         if key in encoded:
@@ -824,8 +827,7 @@ def _shp1(
             record["descriptor_offset"] = _place(descriptors, e.descriptors, DESCRIPTOR_DTYPE.itemsize)
             record["first_group"] = record["first_packet"] = len(groups)
             for (current, count, values), data in zip(e.groups, e.lists, strict=True):
-                first = _find_run(slots, values)
-                groups.append((current, count, first))
+                groups.append((current, count, _run(slots, runs, values)))
                 packets.append((len(data), len(lists)))
                 lists += data
         else:
@@ -836,7 +838,7 @@ def _shp1(
                 current, count, first = shp1.groups[first_group + p].tolist()
                 size, offset = shp1.packets[first_packet + p].tolist()
                 current = current if current == 0xFFFF else int(renumber[min(current, len(renumber) - 1)])
-                groups.append((current, count, first))
+                groups.append((current, count, _run(slots, runs, old_slots[first : first + count].tolist())))
                 packets.append((size, len(lists)))
                 lists += shp1.lists[offset : offset + size]
         entries.append(record)
@@ -844,7 +846,7 @@ def _shp1(
         shp1,
         entries=np.array(entries, SHAPE_DTYPE),
         remap=np.arange(len(entries), dtype=">u2"),
-        names=[],
+        names=[shp1.names[k] if k < len(shp1.names) else f"shape{k}" for k in order] if shp1.names else [],
         descriptors=bytes(descriptors),
         slots=np.array(slots, ">u2"),
         lists=bytes(lists),
@@ -854,14 +856,13 @@ def _shp1(
     return section, len(groups)
 
 
-def _find_run(slots: list[int], values: list[int]) -> int:
-    """Where ``values`` sit in the slot table (appended when they are not there)."""
-    n = len(values)
-    for at in range(len(slots) - n + 1):
-        if slots[at] == values[0] and slots[at : at + n] == values:
-            return at
-    slots.extend(values)
-    return len(slots) - n
+def _run(slots: list[int], runs: dict[tuple, int], values: list[int]) -> int:
+    """Where a packet's run of slots starts in the table (appended the first time it is seen)."""
+    key = tuple(values)
+    if key not in runs:
+        runs[key] = len(slots)
+        slots.extend(values)
+    return runs[key]
 
 
 # -- the entry points -----------------------------------------------------------------------
