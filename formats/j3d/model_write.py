@@ -434,14 +434,10 @@ class _Draws:
         self.new_envelopes: list[tuple] = []
 
     def add(self, key: tuple) -> None:
+        """A skin the edited shapes use; without a DRW1 entry, one is made (and its envelope, if new)."""
         if key in self.index or key in self.new_rigid or key in self.new_envelopes:
             return
-        if key[0] == "rigid":
-            self.new_rigid.append(key)
-        elif key in self.envelope_of:  # an envelope without a DRW1 entry of its own
-            self.new_envelopes.append(key)
-        else:
-            self.new_envelopes.append(key)
+        (self.new_rigid if key[0] == "rigid" else self.new_envelopes).append(key)
 
     def build(self) -> tuple[DRW1, EVP1, np.ndarray]:
         """The new DRW1 and EVP1, and the new index of every old DRW1 entry."""
@@ -453,6 +449,7 @@ class _Draws:
         old_index = dict(self.index)
         envelopes = len(self.envelopes)
         added_envelopes = [k for k in self.new_envelopes if k not in self.envelope_of]
+        orphans = len(added_envelopes) < len(self.new_envelopes)  # envelopes of EVP1 no DRW1 entry names
         for k in added_envelopes:
             self.envelope_of[k] = envelopes + added_envelopes.index(k)
         rigid = int(np.argmax(self.kinds != RIGID)) if (self.kinds != RIGID).any() else old
@@ -462,9 +459,7 @@ class _Draws:
             old == rigid + 2 * envelopes
             and (layout == WEIGHTED).all()
             and np.array_equal(self.values[rigid:], np.tile(np.arange(envelopes), 2))
-            and not [
-                k for k in self.new_envelopes if k in self.envelope_of and self.envelope_of[k] < envelopes
-            ]
+            and not orphans
         )
         rigid_joints = [k[1] for k in self.new_rigid]
         if canonical:  # rigid entries, the weighted block, the weighted block again

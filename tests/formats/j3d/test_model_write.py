@@ -168,6 +168,35 @@ def assert_draws(primitives, triangles):
 
 
 @pytest.mark.corpus
+@pytest.mark.parametrize("name", corpus_names())
+def test_new_draw_matrices_renumber_the_other_shapes_slots_and_keep_their_geometry(name):
+    m = model.read(corpus_models()[name], name)
+    rigid = set(m.drw1.values[m.drw1.kinds == 0].tolist())
+    free = [j for j in range(len(m.jnt1.remap)) if j not in rigid]
+    if not free or not len(m.evp1.counts):
+        pytest.skip("no skinned model with a joint lacking a rigid draw matrix")
+    scene = model_convert.to_scene(m)
+    data = model_write.shape_data(scene.meshes[0])
+    data.joints = np.zeros((len(data.positions), 2), np.int64)
+    data.weights = np.zeros((len(data.positions), 2))
+    data.joints[:, 0], data.weights[:, 0] = free[0], 1.0  # a new rigid entry before the weighted block
+    data.joints[0], data.weights[0] = (free[0], free[-1] if free[-1] != free[0] else 0), (0.25, 0.75)
+    out = model.read(rewritten(m, {0: data}))
+    assert len(out.drw1.kinds) > len(m.drw1.kinds)
+    again = model_convert.to_scene(out)
+    for a, b in zip(scene.meshes[1:], again.meshes[1:], strict=True):
+        assert_same_mesh(a, b)
+    # shape 0: every vertex where it was (within the arrays' fixed point), on its new draw matrices
+    got = again.meshes[0]
+    distance = np.linalg.norm(
+        got.positions[:, None].astype(float) - data.positions[None].astype(float), axis=2
+    )
+    assert distance.min(axis=1).max() < 0.01 * max(1.0, float(np.abs(data.positions).max()))
+    assert len(got.triangles) == len(data.triangles)
+    assert set(got.skin_joints[got.skin_weights > 0].tolist()) == set(data.joints[data.weights > 0].tolist())
+
+
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", [n for n in corpus_names() if n.endswith(".bdl")])
 def test_renamed_materials_keep_mdl3_display_lists_and_rename_its_copy_of_the_names(name):
     data = corpus_models()[name]
