@@ -566,7 +566,11 @@ def _edit_graph(graph: np.ndarray, renumber: dict[int, int], materials: dict[int
     def walk(nodes: list[list], parent: list | None) -> list[list]:
         out = []
         for node in nodes:
+            had_shape = any(n[0] == NODE_SHAPE for n in node[2])
             node[2] = walk(node[2], node)
+            if node[0] == NODE_MATERIAL and had_shape and not any(n[0] == NODE_SHAPE for n in node[2]):
+                out.extend(node[2])  # its shape was removed: the game would draw a material without one
+                continue
             if node[0] != NODE_SHAPE:
                 out.append(node)
                 continue

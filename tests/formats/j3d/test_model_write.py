@@ -197,6 +197,31 @@ def test_new_draw_matrices_renumber_the_other_shapes_slots_and_keep_their_geomet
 
 
 @pytest.mark.corpus
+@pytest.mark.parametrize("name", corpus_names())
+def test_a_corpus_shape_removed_and_another_added(name):
+    m = model.read(corpus_models()[name], name)
+    scene = model_convert.to_scene(m)
+    count = len(scene.meshes)
+    gone = count // 2 if count > 1 else None
+    extra = model_write.shape_data(scene.meshes[-1])
+    extra.positions = extra.positions + 10.0
+    out = model.read(rewritten(m, {}, added=[extra], removed={gone} if gone is not None else set()))
+    again = model_convert.to_scene(out).meshes
+    kept = [mesh for s, mesh in enumerate(scene.meshes) if s != gone]
+    assert len(again) == len(kept) + 1
+    for a, b in zip(kept, again, strict=False):
+        assert_same_mesh(a, b)
+    materials = model_geometry.read_graph(out).shape_materials
+    assert materials[-1] == extra.material
+    assert len(again[-1].triangles) == len(extra.triangles)
+    np.testing.assert_allclose(
+        np.sort(again[-1].positions, axis=0),
+        np.sort(extra.positions, axis=0),
+        atol=0.01 * max(1.0, float(np.abs(extra.positions).max())),
+    )
+
+
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", [n for n in corpus_names() if n.endswith(".bdl")])
 def test_renamed_materials_keep_mdl3_display_lists_and_rename_its_copy_of_the_names(name):
     data = corpus_models()[name]
@@ -327,6 +352,8 @@ def test_an_added_and_a_removed_shape():
     assert_same_corners(extra, model_write.shape_data(again.meshes[1]))
     graph = model_geometry.read_graph(out)
     assert graph.shape_materials.tolist() == [1, 1]
+    nodes = out.inf1.graph.tolist()
+    assert (0x11, 0) not in nodes  # material 0 lost its only shape: no material node is left without one
     assert out.inf1.packet_count == int(out.shp1.shapes()["packet_count"].sum())
 
 
