@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 import structure
 import support
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from retro_models.formats import archives
 from retro_models.formats.errors import ExportError
 from retro_models.formats.j3d import model, model_build, model_convert, model_geometry, model_write, strips
@@ -472,3 +474,33 @@ def test_strips_of_a_grid_and_a_ribbon_longer_than_one_primitive():
     primitives = strips.strip(ribbon)
     assert_draws(primitives, ribbon)
     assert len(primitives) == 2 and primitives[0][0] == strips.STRIP
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    vertices=st.integers(3, 60),
+    faces=st.integers(1, 120),
+    influences=st.integers(1, 3),
+)
+def test_random_meshes_on_the_generated_model(seed, vertices, faces, influences):
+    """Any mesh (repeated corners, shared and lone vertices, mixed skins) round-trips and is sound."""
+    rng = np.random.default_rng(seed)
+    m, _ = generated()
+    positions = rng.normal(0, 3, (vertices, 3))
+    triangles = np.array([rng.choice(vertices, 3, replace=False) for _ in range(faces)])
+    joints = np.stack([rng.choice(3, influences, replace=False) for _ in range(vertices)])
+    weights = rng.random((vertices, influences)) + 0.05
+    weights[rng.random(vertices) < 0.5, 1:] = 0  # about half the vertices rigid
+    weights /= weights.sum(axis=1, keepdims=True)
+    normals = rng.normal(size=(vertices, 3))
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+    uvs = rng.random((3 * faces, 2))
+    data = model_write.ShapeData(
+        positions, triangles, joints, weights, normals, uvs=[uvs] + [None] * 7, material=1
+    )
+    out = model.read(rewritten(m, {1: data}))
+    got = model_write.shape_data(model_convert.to_scene(out).meshes[1])
+    used = np.unique(triangles)
+    assert len(got.positions) == len(used)
+    assert_same_corners(data, got, atol=1e-3)
