@@ -504,3 +504,28 @@ def test_random_meshes_on_the_generated_model(seed, vertices, faces, influences)
     used = np.unique(triangles)
     assert len(got.positions) == len(used)
     assert_same_corners(data, got, atol=1e-3)
+
+
+def test_a_mesh_with_hundreds_of_draw_matrices_splits_into_packets_that_reuse_slots():
+    rng = np.random.default_rng(5)
+    joints = [model_build.Joint("root", -1)] + [
+        model_build.Joint(f"j{i}", i - 1, (1.0, 0.0, 0.0)) for i in range(1, 12)
+    ]
+    side = 20
+    grid = np.stack(np.meshgrid(np.arange(float(side)), np.arange(float(side))), -1).reshape(-1, 2)
+    positions = np.concatenate([grid, np.zeros((len(grid), 1))], axis=1)
+    r, c = np.meshgrid(np.arange(side - 1), np.arange(side - 1), indexing="ij")
+    a, b, d, e = r * side + c, r * side + c + 1, (r + 1) * side + c, (r + 1) * side + c + 1
+    triangles = np.stack([a, b, d, b, e, d], -1).reshape(-1, 3)  # counter-clockwise from +Z
+    first = np.clip((grid[:, 0] // 2).astype(int), 0, 10)
+    skin_joints = np.stack([first, first + 1], axis=1)
+    weights = np.round(rng.random(len(grid)), 1)[:, None] * [1, -1] + [0, 1]
+    shape = model_write.ShapeData(
+        positions, triangles, skin_joints, weights, np.tile([0, 0, 1.0], (len(grid), 1))
+    )
+    out = model.read(model.write(model_write.new_model(joints, [shape], ["m"])))
+    assert structure.problems(model.write(out)) == []
+    groups = out.shp1.groups
+    assert len(groups) > 3 and (groups["count"] <= 10).all()
+    assert (out.shp1.slots == 0xFFFF).any()  # matrices kept from the packet before
+    assert_same_corners(shape, model_write.shape_data(model_convert.to_scene(out).meshes[0]), joints=12)
