@@ -245,7 +245,7 @@ class _Arrays:
             dtype = self._dtype(attribute)
             width = _components(attribute, entry)
             available = len(data) // (dtype.itemsize * width)
-            count = min(self.used.get(attribute, 0), available)
+            count = min(self.used.get(attribute, available), available)
             rows = np.frombuffer(data, dtype, count * width).reshape(count, width)
         self.rows[attribute] = rows
         return rows
@@ -384,8 +384,19 @@ def _rank(name: str) -> int:
     return ARRAY_ATTRIBUTES.index(int(name[5:]))
 
 
-def _used_entries(model: Model, shapes: list[geometry.ShapeGeometry]) -> dict[int, int]:
-    """Per VTX1 attribute, how many entries the model's shapes use (positions: INF1's count)."""
+def _decoded(model: Model, shape: int, filename: str) -> geometry.ShapeGeometry | None:
+    """A shape's display lists decoded; None for one the reader leaves out (direct vertex data)."""
+    try:
+        return geometry.decode_shape(model, shape, filename)
+    except geometry.Unsupported:
+        return None
+
+
+def _used_entries(model: Model, shapes: list[geometry.ShapeGeometry | None]) -> dict[int, int]:
+    """Per VTX1 attribute, how many entries the model's shapes use (positions: INF1's count). With a
+    shape that cannot be decoded, every stored entry counts as used (none is cut off)."""
+    if any(shape is None for shape in shapes):
+        return {geometry.POS: model.inf1.vertex_count}
     used: dict[int, int] = {}
     for shape in shapes:
         for attribute, index in shape.indices.items():
@@ -903,9 +914,14 @@ def replace_shapes(
     staged = replace(model, sections=[sections.get(type(s), s) for s in model.sections])
     matrices = geometry.draw_skin(staged, world, filename).matrices
 
-    decoded = [geometry.decode_shape(model, s, filename) for s in range(shape_count)]
+    decoded = [_decoded(model, s, filename) for s in range(shape_count)]
+    for s in shapes:
+        if decoded[s] is None:
+            raise ExportError(
+                f"{filename}: shape{s} sends vertex data in its display lists (direct), not written"
+            )
     arrays = _Arrays(model, _used_entries(model, decoded))
-    own = {s: np.unique(g.indices.get(geometry.POS, np.zeros(0, np.int64))) for s, g in enumerate(decoded)}
+    own = {s: np.unique(g.indices.get(geometry.POS, [])).astype(np.int64) for s, g in enumerate(decoded) if g}
     old_records = model.shp1.shapes()
     encoded = {}
     for key, data, name in jobs:
@@ -935,8 +951,12 @@ def replace_shapes(
     sections.update({INF1: inf1, SHP1: shp1, VTX1: arrays.section()})
     skin = geometry.draw_skin(model, world, filename)
     positions = geometry.decode_array(model, geometry.POS, filename)
-    before = [_imported(g, positions, skin) for g in decoded]
-    after = [before[s] if s not in encoded else shapes[s] for s in range(shape_count) if s not in removed]
+    before = [_imported(g, positions, skin) for g in decoded if g is not None]
+    after = [
+        shapes[s] if s in encoded else _imported(decoded[s], positions, skin)
+        for s in range(shape_count)
+        if s not in removed and decoded[s] is not None
+    ]
     sections[JNT1] = _joint_bounds(model.jnt1, world, before, after + list(added))
     return Model(model.kind, [sections.get(type(s), s) for s in model.sections], model.framing)
 

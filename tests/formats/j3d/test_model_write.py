@@ -529,3 +529,18 @@ def test_a_mesh_with_hundreds_of_draw_matrices_splits_into_packets_that_reuse_sl
     assert len(groups) > 3 and (groups["count"] <= 10).all()
     assert (out.shp1.slots == 0xFFFF).any()  # matrices kept from the packet before
     assert_same_corners(shape, model_write.shape_data(model_convert.to_scene(out).meshes[0]), joints=12)
+
+
+def test_a_model_with_a_shape_the_reader_leaves_out_can_still_be_edited_elsewhere():
+    m, scene = generated()
+    at = int(m.shp1.shapes()[0]["descriptor_offset"])
+    pairs = np.frombuffer(m.shp1.descriptors, model.DESCRIPTOR_DTYPE).copy()
+    pairs["type"][at // 8] = 1  # shape 0 sends its positions directly
+    m.shp1.descriptors = pairs.tobytes()
+    edited = model_write.shape_data(scene.meshes[1])
+    edited.positions = edited.positions + 1
+    out = model.read(model.write(model_write.replace_shapes(m, {1: edited})))
+    assert shape_bytes(out, 0) == shape_bytes(m, 0)
+    assert_same_corners(edited, model_write.shape_data(model_convert.to_scene(out).meshes[0]))
+    with pytest.raises(ExportError, match="shape0 sends vertex data"):
+        model_write.replace_shapes(m, {0: edited})
