@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..errors import ExportError
+from ..rows import match_rows, unique_rows
 from ..scene import Mesh
 from . import materials, model_build
 from . import model_geometry as geometry
@@ -133,83 +134,6 @@ def _new_format(attribute: int) -> tuple:
     return (attribute, count, 4, 0, b"\xff" * 3)
 
 
-def _mix(x: np.ndarray) -> np.ndarray:
-    """SplitMix64's finaliser: every input bit reaches every output bit (uint64, wrapping)."""
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
-
-
-def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Equal rows found fast: (id of each row, first row of each id), ids in order of first
-    appearance. Rows are hashed to one uint64 (their bit patterns mixed), then checked against
-    their group's first row; only a hash collision falls back to numpy's row sort."""
-    rows = np.ascontiguousarray(rows)
-    if not len(rows):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    if rows.dtype.kind == "f":
-        rows = rows.astype(np.float64) + 0.0  # one bit pattern for 0 and -0
-    bits = rows.reshape(len(rows), -1).view(np.uint8).reshape(len(rows), -1)
-    words = np.zeros((len(rows), -(-bits.shape[1] // 8) * 8), np.uint8)
-    words[:, : bits.shape[1]] = bits
-    words = words.view(np.uint64)
-    hashed = np.zeros(len(rows), np.uint64)
-    for column in words.T:
-        hashed = _mix(hashed ^ _mix(column))
-    _, first, inverse = np.unique(hashed, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    if not (words == words[first[inverse]]).all():  # a collision
-        _, first, inverse = np.unique(words, axis=0, return_index=True, return_inverse=True)
-        inverse = inverse.reshape(-1)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return rank[inverse], first[order]
-
-
-def _near(existing: np.ndarray, wanted: np.ndarray, tolerance: float) -> np.ndarray:
-    """For each wanted row, an existing row equal to it within ``tolerance`` per component
-    (exactly when 0), -1 where there is none."""
-    found = np.full(len(wanted), -1, np.int64)
-    if not len(existing) or not len(wanted):
-        return found
-    ids, first = unique_rows(np.concatenate([existing, wanted]))
-    first_of_wanted = first[ids[len(existing) :]]
-    found = np.where(first_of_wanted < len(existing), first_of_wanted, -1)
-    if tolerance == 0 or (found >= 0).all():
-        return found
-    rest = np.flatnonzero(found < 0)
-    found[rest] = _within(existing, wanted[rest], tolerance)
-    return found
-
-
-def _within(existing: np.ndarray, wanted: np.ndarray, tolerance: float) -> np.ndarray:
-    """``_near`` for rows no existing row equals exactly: a grid of cells twice the tolerance wide,
-    each wanted row looked up in the 2^components cells its tolerance box touches."""
-    found = np.full(len(wanted), -1, np.int64)
-    cell = 2 * tolerance
-    mix = np.array(
-        [0x9E3779B1, 0x85EBCA77, 0xC2B2AE3D, 0x27D4EB2F, 0x165667B1][: existing.shape[1]], np.int64
-    )
-
-    def key(cells: np.ndarray) -> np.ndarray:
-        return (cells.astype(np.int64) * mix).sum(axis=1)
-
-    keys = key(np.floor(existing / cell))
-    order = np.argsort(keys, kind="stable")
-    sorted_keys = keys[order]
-    low, high = np.floor((wanted - tolerance) / cell), np.floor((wanted + tolerance) / cell)
-    components = wanted.shape[1]
-    for corner in range(1 << components):
-        pick = np.array([(corner >> c) & 1 for c in range(components)], bool)
-        candidate = np.searchsorted(sorted_keys, key(np.where(pick, high, low)))
-        candidate = np.minimum(candidate, len(order) - 1)
-        rows = order[candidate]
-        close = (np.abs(existing[rows] - wanted) <= tolerance).all(axis=1)
-        found = np.where((found < 0) & close, rows, found)
-    return found
-
-
 class _Arrays:
     """The VTX1 arrays being extended: existing entries kept, new values appended."""
 
@@ -298,10 +222,10 @@ class _Arrays:
         wanted = raw.astype(np.float64)
         found = np.full(len(raw), -1, np.int64)
         if prefer is not None and len(prefer):
-            hit = _near(stored[prefer].astype(np.float64), wanted, tolerance)
+            hit = match_rows(stored[prefer].astype(np.float64), wanted, tolerance)
             found = np.where(hit >= 0, prefer[hit], -1)
         rest = found < 0
-        found[rest] = _near(stored.astype(np.float64), wanted[rest], tolerance)
+        found[rest] = match_rows(stored.astype(np.float64), wanted[rest], tolerance)
         missing = found < 0
         if missing.any() and append:
             ids, first = unique_rows(raw[missing])
@@ -677,13 +601,13 @@ def _normal_indices(
     conditioned = np.linalg.cond(linear) < WELL_CONDITIONED
     found = np.full(len(normals), -1, np.int64)
     direct = conditioned[corner_draw]
-    found[direct] = _near(_unit(existing[:, :3]), turned[direct], NORMAL_TOLERANCE)
+    found[direct] = match_rows(_unit(existing[:, :3]), turned[direct], NORMAL_TOLERANCE)
     misses = found < 0
     if misses.any():
         turn = normal_matrices(matrices)
         for d in np.unique(corner_draw[misses & ~direct]).tolist():
             at = np.flatnonzero(misses & (corner_draw == d))
-            found[at] = _near(_unit(existing[:, :3] @ turn[d].T), normals[at], NORMAL_TOLERANCE)
+            found[at] = match_rows(_unit(existing[:, :3] @ turn[d].T), normals[at], NORMAL_TOLERANCE)
     missing = np.flatnonzero(found < 0)
     if len(missing):
         found[missing] = arrays.index(geometry.NRM, turned[missing], shape)
