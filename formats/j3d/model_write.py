@@ -31,7 +31,14 @@ game needs is rebuilt for the edited shapes only:
   MDL3) until MDL3 is generated from MAT3, which this module does not do.
 
 ``new_model`` makes a model from nothing (joints, materials, textures, shapes) by building an
-empty one with ``model_build`` and adding the shapes with ``replace_shapes``.
+empty one with ``model_build`` and adding the shapes with ``replace_shapes``. ``shape_data``
+turns an imported Scene mesh back into ShapeData (the importer's layer names).
+
+What the format cannot hold raises ``ExportError`` naming the file and the shape: a joint index
+out of range, a vertex without weights or with more than ``MAX_WRITTEN_INFLUENCES`` joints, a
+shape without faces, a material MAT3 does not have, an array needing more than 65,536 entries
+(u8 indices are widened to u16 when they no longer fit), NBT normals, a shape the reader cannot
+decode (direct vertex data).
 """
 
 from __future__ import annotations
