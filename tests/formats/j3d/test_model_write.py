@@ -200,6 +200,30 @@ def test_new_draw_matrices_renumber_the_other_shapes_slots_and_keep_their_geomet
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("name", corpus_names())
+def test_every_corpus_vertex_moved_reimports_moved_and_nothing_else_changed(name):
+    m = model.read(corpus_models()[name], name)
+    scene = model_convert.to_scene(m)
+    scale = max(1.0, max(float(np.abs(mesh.positions).max()) for mesh in scene.meshes))
+    shift = np.array([0.5, 0.25, -0.125]) * scale / 8
+    edited = {}
+    for s, mesh in enumerate(scene.meshes):
+        edited[s] = model_write.shape_data(mesh)
+        edited[s].positions = mesh.positions + shift
+    again = model_convert.to_scene(model.read(rewritten(m, edited)))
+    for a, b in zip(scene.meshes, again.meshes, strict=True):
+        # the vertices may come back in another order (new array entries): compare what is where
+        assert a.positions.shape == b.positions.shape and a.triangles.shape == b.triangles.shape
+        np.testing.assert_allclose(
+            np.sort(a.positions + shift, axis=0), np.sort(b.positions, axis=0), atol=1e-3 * scale
+        )
+        rows = lambda mesh: np.concatenate([mesh.skin_joints, mesh.skin_weights], axis=1)  # noqa: E731
+        np.testing.assert_array_equal(np.unique(rows(a), axis=0), np.unique(rows(b), axis=0))
+        for x, y in zip(a.uv_layers + a.color_layers, b.uv_layers + b.color_layers, strict=True):
+            np.testing.assert_allclose(np.sort(x.data, axis=0), np.sort(y.data, axis=0), atol=1e-5)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", corpus_names())
 def test_a_corpus_shape_removed_and_another_added(name):
     m = model.read(corpus_models()[name], name)
     scene = model_convert.to_scene(m)
