@@ -568,3 +568,22 @@ def test_a_model_with_a_shape_the_reader_leaves_out_can_still_be_edited_elsewher
     assert_same_corners(edited, model_write.shape_data(model_convert.to_scene(out).meshes[0]))
     with pytest.raises(ExportError, match="shape0 sends vertex data"):
         model_write.replace_shapes(m, {0: edited})
+
+
+def test_joints_from_rest_matrices_give_the_same_rest_matrices_back():
+    rng = np.random.default_rng(3)
+    joints = [model_build.Joint("root", -1, (1.0, 2.0, 3.0), (100, -2000, 300))]
+    for i in range(1, 8):
+        rotation = tuple(int(r) for r in rng.integers(-32768, 32767, 3))
+        joints.append(
+            model_build.Joint(
+                f"j{i}", int(rng.integers(0, i)), tuple(rng.normal(0, 5, 3)), rotation, (1.0, 1.0, 1.0)
+            )
+        )
+    joints[3].scale = (-1.0, 1.0, 1.0)  # a mirrored joint
+    m = model_build.skeleton(joints, ["m"])
+    parents = [j.parent for j in joints]
+    world = model_geometry.world_matrices(m, np.array(parents))
+    again = model_build.joints_from_rest([j.name for j in joints], parents, world)
+    rebuilt = model_geometry.world_matrices(model_build.skeleton(again, ["m"]), np.array(parents))
+    np.testing.assert_allclose(rebuilt, world, atol=1e-3)
