@@ -752,7 +752,8 @@ def _shp1(
     model: Model, order: list[int | None], encoded: dict[int, _Encoded], renumber: np.ndarray
 ) -> tuple[SHP1, int]:
     """SHP1 with the shapes in ``order`` (old indices; an encoded shape replaces or adds one). The
-    slot table is laid out again in shape order, each distinct run of slots once."""
+    slot table is laid out again in shape order: the runs of untouched shapes as they were (shared
+    where they were shared), an edited shape's runs each once."""
     shp1 = model.shp1
     records = shp1.shapes()
     descriptors = bytearray(shp1.descriptors[: _descriptor_end(shp1)])
@@ -760,6 +761,10 @@ def _shp1(
     old_slots = np.where(old_slots == 0xFFFF, 0xFFFF, renumber[np.minimum(old_slots, len(renumber) - 1)])
     slots: list[int] = []
     runs: dict[tuple, int] = {}
+    old_runs: dict[int, int] = {}  # an untouched run's first slot: before → now
+    span = {}  # the longest run starting at each old first slot
+    for first, count in shp1.groups[["first", "count"]].tolist():
+        span[first] = max(span.get(first, 0), count)
     entries, groups, packets, lists = [], [], [], bytearray()
     for key in order:
         if key in encoded:
@@ -779,7 +784,10 @@ def _shp1(
                 current, count, first = shp1.groups[first_group + p].tolist()
                 size, offset = shp1.packets[first_packet + p].tolist()
                 current = current if current == 0xFFFF else int(renumber[min(current, len(renumber) - 1)])
-                groups.append((current, count, _run(slots, runs, old_slots[first : first + count].tolist())))
+                if first not in old_runs:
+                    old_runs[first] = len(slots)
+                    slots.extend(old_slots[first : first + span[first]].tolist())
+                groups.append((current, count, old_runs[first]))
                 packets.append((size, len(lists)))
                 lists += shp1.lists[offset : offset + size]
         entries.append(record)

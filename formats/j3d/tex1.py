@@ -68,6 +68,8 @@ def read_tex1(data: bytes, offset: int, size: int, filename: str) -> TEX1:
     r.seek(offset + 8)
     count, marker, headers_at, names_at = r.unpack("HHII", "TEX1 header")
     headers = r.sub(offset + headers_at, count * BTI_SIZE, "TEX1 texture headers").array(BTI_DTYPE, count)
+    if not count:  # no textures: the game's tools leave the header table's offset 0
+        headers_at = TEX1_HEADER_SIZE
     data_start = headers_at + count * BTI_SIZE
     if not data_start <= names_at <= size:
         raise r.error(f"TEX1 name table expected between {data_start} and {size}", offset + 0x10)
@@ -99,7 +101,7 @@ def write_tex1(tex1: TEX1) -> bytes:
     builder.block(tex1.data, 1)
     names_at = builder.block(write_names(tex1.names), 1)
     header = Writer(">")
-    header.pack("HHII", len(tex1.headers), tex1.marker, headers_at, names_at)
+    header.pack("HHII", len(tex1.headers), tex1.marker, headers_at if len(tex1.headers) else 0, names_at)
     return builder.finish(header.getvalue())
 
 
