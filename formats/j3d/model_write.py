@@ -555,17 +555,27 @@ class _Encoded:
     lists: list[bytes]  # one display list per packet, 32-byte padded
 
 
-def _packets(triangle_draws: np.ndarray) -> list[np.ndarray]:
-    """Triangles (by the draw matrices of their corners) split greedily into runs of ≤ 10 matrices."""
+def _runs(order: np.ndarray, triangle_draws: np.ndarray) -> list[np.ndarray]:
+    """Triangles taken in ``order`` and cut greedily into runs needing ≤ 10 draw matrices."""
     packets, start, current = [], 0, set()
-    for t, draws in enumerate(triangle_draws.tolist()):
+    for k, draws in enumerate(triangle_draws[order].tolist()):
         merged = current | set(draws)
         if len(merged) > MAX_SLOTS:
-            packets.append(np.arange(start, t))
-            start, merged = t, set(draws)
+            packets.append(order[start:k])
+            start, merged = k, set(draws)
         current = merged
-    packets.append(np.arange(start, len(triangle_draws)))
+    packets.append(order[start:])
     return [p for p in packets if len(p)]
+
+
+def _packets(triangle_draws: np.ndarray) -> list[np.ndarray]:
+    """Triangles (by the draw matrices of their corners) split into packets of ≤ 10 matrices: greedy
+    runs in the given order (an imported mesh keeps its packets' order) or, when fewer, in order
+    of the matrices they need (faces in any order still share packets)."""
+    given = _runs(np.arange(len(triangle_draws)), triangle_draws)
+    needs = np.sort(triangle_draws, axis=1)
+    grouped = _runs(np.lexsort(needs.T[::-1]), triangle_draws)
+    return grouped if len(grouped) < len(given) else given
 
 
 def _slots(needed: list[set[int]]) -> list[tuple[list[int], dict[int, int]]]:
