@@ -106,6 +106,52 @@ class ShapeData:
     material: int = 0  # MAT3 material index
 
 
+def _checked(data: ShapeData, shape: str) -> ShapeData:
+    """``data`` with every array in the shape it must have (float64 / int64), or an ExportError
+    saying which array of which shape does not fit."""
+
+    def array(name: str, values, dtype, columns: tuple[int, ...], rows: int | None) -> np.ndarray:
+        out = np.asarray(values, dtype)
+        if out.ndim != 2 or out.shape[1] not in columns or (rows is not None and len(out) != rows):
+            want = f"({rows if rows is not None else 'N'}, {'|'.join(map(str, columns))})"
+            raise ExportError(f"{shape}: {name} has shape {out.shape}, expected {want}")
+        if out.dtype.kind == "f" and not np.isfinite(out).all():
+            raise ExportError(f"{shape}: {name} holds a value that is not a number")
+        return out
+
+    positions = array("positions", data.positions, np.float64, (3,), None)
+    triangles = array("triangles", data.triangles, np.int64, (3,), None)
+    count, corners = len(positions), 3 * len(triangles)
+    if not count or not corners:
+        raise ExportError(f"{shape}: no vertices or no faces to write")
+    if triangles.min() < 0 or triangles.max() >= count:
+        raise ExportError(f"{shape}: a face uses vertex {int(triangles.max())} of {count}")
+    joints = array("joint indices", data.joints, np.int64, tuple(range(1, 65)), count)
+    weights = array("weights", data.weights, np.float64, (joints.shape[1],), count)
+    if (weights < 0).any():
+        raise ExportError(f"{shape}: a vertex has a negative joint weight")
+    normals = None
+    if data.normals is not None:
+        per_vertex = len(np.asarray(data.normals)) == count
+        normals = array("normals", data.normals, np.float64, (3,), count if per_vertex else corners)
+    if len(data.colors) > 2 or len(data.uvs) > 8:
+        raise ExportError(
+            f"{shape}: {len(data.colors)} colour and {len(data.uvs)} UV layers (at most 2 and 8)"
+        )
+    colors = [
+        None if c is None else array(f"colour layer {k}", c, np.float64, (3, 4), corners)
+        for k, c in enumerate(data.colors)
+    ]
+    uvs = [
+        None if uv is None else array(f"UV layer {k}", uv, np.float64, (2,), corners)
+        for k, uv in enumerate(data.uvs)
+    ]
+    return ShapeData(
+        positions, triangles, joints, weights, normals,
+        colors + [None] * (2 - len(colors)), uvs + [None] * (8 - len(uvs)), int(data.material),
+    )  # fmt: skip
+
+
 def shape_data(mesh: Mesh) -> ShapeData:
     """A Scene mesh in the importer's form (one shape: ``model_convert.shape_mesh``) as ShapeData."""
     layers = {layer.name: layer.data for layer in mesh.uv_layers + mesh.color_layers}
@@ -643,15 +689,7 @@ def _encode_shape(
     old_descriptors: np.ndarray | None,
     own_positions: np.ndarray,
 ) -> _Encoded:
-    positions = np.asarray(data.positions, np.float64).reshape(-1, 3)
-    triangles = np.asarray(data.triangles, np.int64).reshape(-1, 3)
-    count = len(positions)
-    if not count or not len(triangles):
-        raise ExportError(f"{shape}: no vertices or no faces to write")
-    if triangles.min() < 0 or triangles.max() >= count:
-        raise ExportError(f"{shape}: a face uses vertex {int(triangles.max())} of {count}")
-    if not np.isfinite(positions).all():
-        raise ExportError(f"{shape}: a vertex position is not a number")
+    positions, triangles, count = data.positions, data.triangles, len(data.positions)
     draw = np.array([draw_of_key[k] for k in keys], np.int64)[key_of_vertex]  # per vertex
     inverse = np.linalg.pinv(matrices)
     stored = np.einsum("nij,nj->ni", inverse[draw, :3, :3], positions) + inverse[draw, :3, 3]
@@ -847,6 +885,9 @@ def replace_shapes(
     edits = {s: d for s, d in shapes.items() if s not in removed}
     jobs = [(s, d, f"{filename}: shape{s}") for s, d in edits.items()]
     jobs += [(shape_count + k, d, f"{filename}: added shape {k}") for k, d in enumerate(added)]
+    jobs = [(key, _checked(data, name), name) for key, data, name in jobs]
+    edits = {key: data for key, data, _ in jobs if key < shape_count}
+    added = [data for key, data, _ in jobs if key >= shape_count]
     for _, data, name in jobs:
         if not 0 <= int(data.material) < material_count:
             raise ExportError(f"{name}: material {data.material} is not one of the model's {material_count}")
@@ -902,7 +943,7 @@ def replace_shapes(
     positions = geometry.decode_array(model, geometry.POS, filename)
     before = [_imported(g, positions, skin) for g in decoded if g is not None]
     after = [
-        shapes[s] if s in encoded else _imported(decoded[s], positions, skin)
+        edits[s] if s in encoded else _imported(decoded[s], positions, skin)
         for s in range(shape_count)
         if s not in removed and decoded[s] is not None
     ]

@@ -471,11 +471,17 @@ def test_a_model_from_scratch():
         (lambda d: setattr(d, "triangles", np.zeros((0, 3), int)), "no faces"),
         (lambda d: setattr(d, "material", 9), "material 9"),
         (lambda d: setattr(d, "weights", np.zeros_like(d.weights)), "no joint weight"),
+        (lambda d: setattr(d, "uvs", [d.uvs[0][:-1]] + [None] * 7), "UV layer 0 has shape"),
+        (lambda d: setattr(d, "normals", np.full((5, 3), 1.0)), "normals has shape"),
+        (lambda d: d.positions.__setitem__((0, 0), np.nan), "not a number"),
+        (lambda d: setattr(d, "weights", d.weights[:, :0]), "weights has shape"),
+        (lambda d: setattr(d, "colors", [None] * 3), "colour and 8 UV layers"),
     ],
 )
 def test_data_the_format_cannot_hold_is_refused_naming_the_shape(edit, message):
     m, scene = generated()
     data = model_write.shape_data(scene.meshes[0])
+    data.positions = data.positions.copy()
     edit(data)
     with pytest.raises(ExportError, match=message) as caught:
         model_write.replace_shapes(m, {0: data}, filename="generated.bmd")
