@@ -1026,6 +1026,8 @@ def new_model(
         raise ExportError(
             f"{filename}: a new model can be written as BMD only (a BDL needs MDL3 display lists)"
         )
+    if not joints:
+        raise ExportError(f"{filename}: a model needs at least one joint")
     for j, joint in enumerate(joints):
         if not -1 <= joint.parent < j or (joint.parent == -1) != (j == 0):
             raise ExportError(

@@ -493,6 +493,22 @@ def test_a_new_bdl_from_scratch_is_refused():
         model_write.new_model([model_build.Joint("root", -1)], [], ["m"], kind=b"bdl4")
 
 
+@pytest.mark.parametrize(
+    "joints, message",
+    [
+        ([], "at least one joint"),
+        (
+            [model_build.Joint("a", -1), model_build.Joint("b", 2), model_build.Joint("c", 0)],
+            "'b' must come after",
+        ),
+        ([model_build.Joint("a", -1), model_build.Joint("b", -1)], "'b' must come after"),
+    ],
+)
+def test_a_skeleton_the_format_cannot_hold_is_refused_naming_the_joint(joints, message):
+    with pytest.raises(ExportError, match=message):
+        model_write.new_model(joints, [], ["m"])
+
+
 # -- the structural checker and the stripper on their own ------------------------------------------------
 
 
