@@ -49,6 +49,12 @@ class Layout:
     tails: dict[str, bytes] = field(default_factory=dict)  # bytes after a table up to the next (or the end)
     head: bytes = b""  # bytes between the header and the first table (or the end, without tables)
     starts: dict[str, int] = field(default_factory=dict, compare=False)  # section-relative, as read
+    sizes: dict[str, int] = field(default_factory=dict, compare=False)  # bytes of each table, as read
+
+    def alignment(self, name: str) -> int:
+        """The boundary a table started on as read (a power of two, at most 32; 4 when unknown)."""
+        start = self.starts.get(name)
+        return 4 if start is None else min(start & -start if start else 32, 32)
 
 
 def _spans(r: Reader, base: int, size: int, header: int, offsets: dict[str, int], tag: str):
@@ -90,6 +96,7 @@ class _Tables:
                 f"{self.tag} {name} needs {used} bytes but the next table starts after {end - start}",
                 self.base + start,
             )
+        self.layout.sizes[name] = used
         self.layout.tails[name] = self.r.data[self.base + start + used : self.base + end]
 
     def array(self, name: str, dtype, count: int, limit: int | None = None) -> np.ndarray:
@@ -107,6 +114,7 @@ class _Tables:
             return b""
         start, end = self.spans[name]
         self.layout.tails[name] = b""
+        self.layout.sizes[name] = end - start
         return self.r.data[self.base + start : self.base + end]
 
     def names(self, name: str, count: int) -> list[str]:
@@ -124,22 +132,44 @@ class _Tables:
 class _Assembler:
     """Lays a section out again: header, then the tables in order, each followed by its tail."""
 
-    def __init__(self, header: int, layout: Layout, names: tuple[str, ...]):
+    def __init__(
+        self, header: int, layout: Layout, names: tuple[str, ...], boundaries: dict[str, int] | None = None
+    ):
+        """``boundaries``: tables the hardware needs on a wider boundary than 4 (display lists: 32)."""
         self.header, self.layout = header, layout
+        self.boundaries = boundaries or {}
         self.body = bytearray(header) + layout.head
         self.offsets = dict.fromkeys(names, 0)
         self.order = layout.order or list(names)
 
     def put(self, tables: dict[str, bytes | None]) -> None:
-        """Tables in the layout's order; a new section leaves out its empty tables (offset 0)."""
-        for name in self.order:
-            data = tables.get(name)
-            if data is None or (not data and not self.layout.order):
-                continue
-            self.offsets[name] = len(self.body)
+        """Tables in the layout's order; a new section leaves out its empty tables (offset 0).
+
+        A table keeps the bytes that followed it only where it starts and ends as it was read;
+        an edited one is padded to the boundary the next table started on.
+        """
+        present = [name for name in self.order if self._present(tables.get(name))]
+        for k, name in enumerate(present):
+            data = tables[name]
+            start = len(self.body)
+            self.offsets[name] = start
             self.body += data
             tail = self.layout.tails.get(name)
-            self.body += aligned_padding(len(self.body), 4) if tail is None else tail
+            kept = self.layout.starts.get(name, start) == start and self.layout.sizes.get(
+                name, len(data)
+            ) == len(data)
+            if tail is None or not kept:
+                following = present[k + 1] if k + 1 < len(present) else ""
+                boundary = (
+                    max(self.layout.alignment(following), self.boundaries.get(following, 4))
+                    if following
+                    else 4
+                )
+                tail = aligned_padding(len(self.body), boundary)
+            self.body += tail
+
+    def _present(self, data: bytes | None) -> bool:
+        return data is not None and (bool(data) or bool(self.layout.order))
 
     def finish(self, magic: bytes, fields: bytes) -> bytes:
         self.body += aligned_padding(len(self.body), SECTION_ALIGN)
@@ -244,7 +274,7 @@ def read_vtx1(r: Reader, base: int, size: int) -> VTX1:
 
 def write_vtx1(s: VTX1) -> bytes:
     names = ("formats", *ARRAY_NAMES)
-    a = _Assembler(0x40, s.layout, names)
+    a = _Assembler(0x40, s.layout, names, dict.fromkeys(ARRAY_NAMES, 32))
     tables = {"formats": np.asarray(s.formats, FORMAT_DTYPE).tobytes()}
     for attribute, data in s.arrays.items():
         # a new array is padded to 32 bytes, as the game's arrays are
@@ -459,7 +489,7 @@ def read_shp1(r: Reader, base: int, size: int) -> SHP1:
 
 
 def write_shp1(s: SHP1) -> bytes:
-    a = _Assembler(0x2C, s.layout, SHP1_TABLES)
+    a = _Assembler(0x2C, s.layout, SHP1_TABLES, {"lists": 32})
     a.put(
         {
             "entries": np.asarray(s.entries, SHAPE_DTYPE).tobytes(),

@@ -94,9 +94,8 @@ def decode_array(model: Model, attribute: int, filename: str = "<bytes>") -> np.
     components = _components(attribute, count)
     rows = len(data) // (dtype.itemsize * components)
     values = np.frombuffer(data, dtype, rows * components).reshape(rows, components).astype(np.float32)
-    if attribute in (NRM, NBT) and kind < 4:
-        shift = 6 if dtype.itemsize == 1 else 14
-    if kind < 4 and shift:
+    shift = stored_shift(attribute, kind, shift)
+    if shift:
         values *= np.float32(2.0**-shift)
     return values
 
@@ -123,6 +122,56 @@ def decode_colors(data: bytes, kind: int) -> np.ndarray:
         v = raw[:, 0] << 16 | raw[:, 1] << 8 | raw[:, 2]
         out[:, :] = (np.stack([v >> 18, v >> 12, v >> 6, v], axis=1) & 63) * 255 // 63
     return out.astype(np.uint8)
+
+
+def stored_shift(attribute: int, kind: int, shift: int) -> int:
+    """The fixed-point shift the hardware applies (normals: 6 or 14 whatever the file says)."""
+    if kind >= 4:
+        return 0
+    if attribute in (NRM, NBT):
+        return 6 if np.dtype(COMPONENT_TYPES[kind]).itemsize == 1 else 14
+    return shift
+
+
+def encode_array(values: np.ndarray, attribute: int, kind: int, shift: int) -> np.ndarray | None:
+    """Float values (N, components) as stored (the inverse of ``decode_array``): an (N, components)
+    array of the component type, or None when a value does not fit it. Normals use the file's
+    shift, as the game's tools wrote them (their length does not matter: readers normalise)."""
+    dtype = np.dtype(COMPONENT_TYPES[kind])
+    values = np.asarray(values, np.float64)
+    if kind == 4:
+        return values.astype(dtype)
+    raw = np.rint(values * 2.0**shift)
+    info = np.iinfo(dtype)
+    if attribute in (NRM, NBT):  # files scale unit normals by their own shift (15 is common): clip ±1
+        raw = np.clip(raw, info.min, info.max)
+    if len(raw) and (raw.min() < info.min or raw.max() > info.max or not np.isfinite(raw).all()):
+        return None
+    return raw.astype(dtype)
+
+
+def encode_colors(rgba: np.ndarray, kind: int) -> np.ndarray:
+    """(N, 4) uint8 RGBA in one of the six GX vertex colour formats: (N, bytes) uint8, the
+    inverse of ``decode_colors`` for every value it gives."""
+    c = np.asarray(rgba, np.uint32)
+    if kind in (1, 2, 5):  # RGB8, RGBX8, RGBA8
+        out = c[:, : COLOR_SIZES[kind]].copy()
+        if kind == 2:
+            out[:, 3] = 0xFF
+        return out.astype(np.uint8)
+
+    def bits(values: np.ndarray, n: int) -> np.ndarray:
+        top = (1 << n) - 1
+        return (values * top + 127) // 255
+
+    if kind == 0:  # RGB565
+        v = bits(c[:, 0], 5) << 11 | bits(c[:, 1], 6) << 5 | bits(c[:, 2], 5)
+        return np.stack([v >> 8, v & 0xFF], axis=1).astype(np.uint8)
+    if kind == 3:  # RGBA4
+        v = bits(c[:, 0], 4) << 12 | bits(c[:, 1], 4) << 8 | bits(c[:, 2], 4) << 4 | bits(c[:, 3], 4)
+        return np.stack([v >> 8, v & 0xFF], axis=1).astype(np.uint8)
+    v = bits(c[:, 0], 6) << 18 | bits(c[:, 1], 6) << 12 | bits(c[:, 2], 6) << 6 | bits(c[:, 3], 6)
+    return np.stack([v >> 16, v >> 8 & 0xFF, v & 0xFF], axis=1).astype(np.uint8)
 
 
 class Unsupported(Exception):
@@ -301,20 +350,32 @@ class ShapeGeometry:
     packets: int = 0
 
 
+def expand(kinds: np.ndarray, counts: np.ndarray, firsts: np.ndarray) -> np.ndarray:
+    """Triangles (GX order, clockwise from the front) of primitives of the given opcodes, vertex
+    counts and first vertex indices, in primitive order (numpy, no loop over primitives)."""
+    kinds, counts, firsts = (np.asarray(x, np.int64).reshape(-1) for x in (kinds, counts, firsts))
+    quads = (kinds == QUADS) | (kinds == QUADS2)
+    chained = (kinds == STRIP) | (kinds == FAN)
+    per = np.where(kinds == TRIANGLES, counts // 3, 0) + np.where(quads, counts // 4 * 2, 0)
+    per = per + np.where(chained, np.maximum(counts - 2, 0), 0)
+    primitive = np.repeat(np.arange(len(kinds)), per)
+    t = np.arange(len(primitive)) - np.repeat(np.cumsum(per) - per, per)  # triangle within its primitive
+    kind, first = kinds[primitive], firsts[primitive][:, None]
+    odd = (t % 2)[:, None]
+    corners = np.zeros((len(t), 3), np.int64)
+    for selected, local in (
+        (kind == TRIANGLES, 3 * t[:, None] + [0, 1, 2]),
+        (quads[primitive], 4 * (t // 2)[:, None] + np.where(odd, [0, 2, 3], [0, 1, 2])),
+        (kind == STRIP, t[:, None] + np.hstack([0 * odd, 1 + odd, 2 - odd])),
+        (kind == FAN, np.hstack([0 * odd, t[:, None] + 1, t[:, None] + 2])),
+    ):
+        corners[selected] = local[selected]
+    return corners + first
+
+
 def _pattern(kind: int, n: int) -> np.ndarray:
     """Triangles (GX order) of one primitive of ``n`` vertices, as indices into it."""
-    if kind == TRIANGLES:
-        return np.arange(n - n % 3).reshape(-1, 3)
-    if kind in (QUADS, QUADS2):
-        q = np.arange(n - n % 4).reshape(-1, 4)
-        return np.stack([q[:, [0, 1, 2]], q[:, [0, 2, 3]]], axis=1).reshape(-1, 3)
-    k = np.arange(2, n)
-    if kind == STRIP:
-        odd = k % 2 == 1
-        return np.stack([k - 2, np.where(odd, k, k - 1), np.where(odd, k - 1, k)], axis=1)
-    if kind == FAN:
-        return np.stack([np.zeros_like(k), k - 1, k], axis=1)
-    return np.zeros((0, 3), np.int64)
+    return expand([kind], [n], [0])
 
 
 def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGeometry:
@@ -346,7 +407,8 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
     stride = dtype.itemsize
     lists = shp1.lists
     slots = np.full(10, -1, np.int64)
-    records, triangles, draws = [], [], []
+    records, draws = [], []
+    primitive_kinds, primitive_counts, primitive_firsts = [], [], []
     primitives: dict[int, int] = {}
     sent = 0
     first_group, first_packet = int(entry["first_group"]), int(entry["first_packet"])
@@ -390,7 +452,9 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
                     f"SHP1 shape {shape}: a primitive of {n} vertices runs past its display list",
                 )
             packet_records.append(np.frombuffer(lists, dtype, n, pos))
-            triangles.append(_pattern(kind, n) + sent)
+            primitive_kinds.append(kind)
+            primitive_counts.append(n)
+            primitive_firsts.append(sent)
             primitives[kind] = primitives.get(kind, 0) + 1
             sent += n
             pos += n * stride
@@ -422,7 +486,7 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
             f"SHP1 shape {shape}: a matrix slot names a draw matrix past DRW1's ({len(model.drw1.kinds)})",
         )
     indices = {a: block[f"a{a}"].astype(np.int64) for a in fields if a >= POS}
-    tris = np.concatenate(triangles) if triangles else np.zeros((0, 3), np.int64)
+    tris = expand(primitive_kinds, primitive_counts, primitive_firsts)
     return ShapeGeometry(indices, draw, tris.astype(np.int64), primitives, int(entry["packet_count"]))
 
 
