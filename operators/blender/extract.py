@@ -12,6 +12,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 
 import bpy
+import numpy as np
 
 from ...formats.scene import Scene
 from . import props
@@ -22,13 +23,17 @@ from .material import extract_material
 from .mesh import extract_mesh, modifiers_applied, vertex_group_weights  # noqa: F401  (imported from here by the operators)
 
 
-def extract_scene(context, armature_obj, mesh_objs, *, actions=None, apply_modifiers=False) -> Scene:
+def extract_scene(
+    context, armature_obj, mesh_objs, *, actions=None, apply_modifiers=False, scale: float = 1.0
+) -> Scene:
     """A Scene of the armature (or None), the mesh objects and the animations.
 
     ``actions`` are the bone actions to export (each brings the material,
     shape-key and visibility actions imported with it); None means every
     imported action animating this armature's bones, plus the armature's
     active action. ``apply_modifiers``: each mesh as its modifiers leave it (Armature aside).
+    ``scale``: the export's Scale, which divides what is read in world space: the matrices of the
+    meshes without an armature (the rest is in armature space, whatever the armature's matrix).
     """
     scene = Scene()
     record = props.import_record([o for o in [armature_obj, *mesh_objs] if o is not None])
@@ -49,6 +54,9 @@ def extract_scene(context, armature_obj, mesh_objs, *, actions=None, apply_modif
                 scene.meshes.append(
                     extract_mesh(context, obj, armature_obj, skeleton, materials, scene.warnings)
                 )
+    if armature_obj is None and scale != 1.0:
+        for mesh in scene.meshes:
+            mesh.matrix = _divided(mesh.matrix, scale)
     scene.materials = [extract_material(m, images) for m in materials.items]
     scene.images = [extract_image(i) for i in images.items]
     # Channel targets are the names things had on import; follow the user's renames.
@@ -64,6 +72,12 @@ def extract_scene(context, armature_obj, mesh_objs, *, actions=None, apply_modif
         context, armature_obj, skeleton, mesh_objs, materials.items, actions, renamed, recorded
     )
     return scene
+
+
+def _divided(matrix, scale: float):
+    """A world matrix with the world divided by ``scale`` (None: identity, as ``extract_mesh`` gives it)."""
+    divided = np.diag([1 / scale] * 3 + [1.0]) @ (np.eye(4) if matrix is None else matrix)
+    return None if np.allclose(divided, np.eye(4), atol=1e-7) else divided
 
 
 class _Registry:
