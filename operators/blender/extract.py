@@ -14,7 +14,7 @@ from contextlib import nullcontext
 import bpy
 import numpy as np
 
-from ...formats.scene import Scene
+from ...formats.scene import Scene, scale_lengths
 from . import props
 from .animation import extract_animations
 from .armature import extract_skeleton, rest_position
@@ -24,7 +24,7 @@ from .mesh import extract_mesh, modifiers_applied, vertex_group_weights  # noqa:
 
 
 def extract_scene(
-    context, armature_obj, mesh_objs, *, actions=None, apply_modifiers=False, scale: float = 1.0
+    context, armature_obj, mesh_objs, *, actions=None, apply_modifiers=False, scale: float | None = None
 ) -> Scene:
     """A Scene of the armature (or None), the mesh objects and the animations.
 
@@ -32,8 +32,10 @@ def extract_scene(
     shape-key and visibility actions imported with it); None means every
     imported action animating this armature's bones, plus the armature's
     active action. ``apply_modifiers``: each mesh as its modifiers leave it (Armature aside).
-    ``scale``: the export's Scale, which divides what is read in world space: the matrices of the
-    meshes without an armature (the rest is in armature space, whatever the armature's matrix).
+    ``scale``: the export's Scale, which divides the world size: with an armature, the armature's
+    scale (its uniform part) over ``scale`` sizes everything, which is read in armature space
+    (``scale_lengths``; nothing changes when they are equal); without one, it divides the meshes'
+    world matrices. None: armature space as it is (for reading a rig, not exporting it).
     """
     scene = Scene()
     record = props.import_record([o for o in [armature_obj, *mesh_objs] if o is not None])
@@ -54,7 +56,7 @@ def extract_scene(
                 scene.meshes.append(
                     extract_mesh(context, obj, armature_obj, skeleton, materials, scene.warnings)
                 )
-    if armature_obj is None and scale != 1.0:
+    if armature_obj is None and scale is not None and scale != 1.0:
         for mesh in scene.meshes:
             mesh.matrix = _divided(mesh.matrix, scale)
     scene.materials = [extract_material(m, images) for m in materials.items]
@@ -71,7 +73,18 @@ def extract_scene(
     scene.animations = extract_animations(
         context, armature_obj, skeleton, mesh_objs, materials.items, actions, renamed, recorded
     )
+    if armature_obj is not None and scale is not None:
+        context.view_layer.update()  # the armature's world matrix as last set
+        factor = (
+            abs(np.linalg.det(np.array(armature_obj.matrix_world, np.float64)[:3, :3])) ** (1 / 3) / scale
+        )
+        if abs(factor - 1) > _SAME_SIZE:
+            scale_lengths(scene, factor)
     return scene
+
+
+# Object matrices are single floats: an armature imported with Scale s exports with Scale s unchanged.
+_SAME_SIZE = 1e-6
 
 
 def _divided(matrix, scale: float):

@@ -23,31 +23,36 @@ SCALE = 0.01
 def toshi_files(folder):
     for name, data in demo_files().items():
         (folder / name).write_bytes(data)
-    return folder / "demo.tmd", {"lods": "ALL"}
+    return folder / "demo.tmd"
 
 
 def tamsoft_files(folder):
     (folder / "model.tmd").write_bytes(tmd0_bytes())
-    return folder / "model.tmd", {}
+    return folder / "model.tmd"
 
 
 def tmrf_files(folder):
     (folder / "model.tpak").write_bytes(tmrf_fixtures.full_file())
-    return folder / "model.tpak", {}
+    return folder / "model.tpak"
 
 
 def ttyd_files(folder):
     (folder / "c_test").write_bytes(ttyd_fixtures.build())
     (folder / "c_test_tex-").write_bytes(tpl_bytes())
-    return folder / "c_test", {}
+    return folder / "c_test"
 
 
 EXPORTING = {"toshi": toshi_files, "tamsoft": tamsoft_files, "tmrf": tmrf_files, "ttyd": ttyd_files}
+IMPORT_OPTIONS = {"toshi": {"lods": "ALL"}}  # JPOG: every level of detail, so that export writes them all
 EXPORT_OPTIONS = {"tmrf": {"file_contents": ".tpak"}}
+# TTYD's vertex animations are written from the file's own delta tables while their keys are unchanged
+# (formats/ttyd/deltas.py), so they keep the file's size: resized, its model is checked at rest.
+RESIZED_OPTIONS = {"ttyd": {"import_animations": False}}
 
 
-def import_model(folder, family: str, scale: float):
-    path, options = EXPORTING[family](folder)
+def import_model(folder, family: str, scale: float, **options):
+    options = {**IMPORT_OPTIONS.get(family, {}), **options}
+    path = EXPORTING[family](folder)
     report = retro_models.import_file(bpy.context, str(path), global_scale=scale, **options)
     assert report.counts["armatures"] == 1 and report.counts["meshes"] >= 1
     bpy.context.view_layer.update()
@@ -93,6 +98,30 @@ def test_export_with_the_import_scale_gives_the_files_back(empty_scene, tmp_path
     for written in report.paths:
         name = written.rsplit("/", 1)[-1]
         assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "in" / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("family", sorted(EXPORTING))
+def test_export_with_scale_one_writes_the_size_seen_in_blender(empty_scene, tmp_path, family):
+    """Imported with Scale s, exported with Scale 1: the file, imported with Scale 1, is the size (and
+    plays the poses) the model had in Blender."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "out").mkdir()
+    path = import_model(tmp_path / "in", family, SCALE, **RESIZED_OPTIONS.get(family, {}))
+    has_action = the_armature().animation_data is not None and the_armature().animation_data.action
+    frame = 1.5 if has_action else 0.0
+    bounds, heads = world_bounds(), bone_heads(frame)
+    bpy.context.scene.frame_set(0)
+    the_armature()
+    written = tmp_path / "out" / path.name
+    retro_models.export_file(bpy.context, str(written), family=family, **EXPORT_OPTIONS.get(family, {}))
+    assert written.read_bytes() != path.read_bytes()
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    retro_models.import_file(
+        bpy.context, str(written), **IMPORT_OPTIONS.get(family, {}), **RESIZED_OPTIONS.get(family, {})
+    )
+    bpy.context.view_layer.update()
+    np.testing.assert_allclose(world_bounds(), bounds, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(bone_heads(frame), heads, rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.parametrize("family", sorted(EXPORTING))
@@ -185,3 +214,35 @@ def test_batch_takes_the_scale(addon, tmp_path):
         loaded.objects = [name for name in source.objects]
     (armature,) = [o for o in loaded.objects if o.type == "ARMATURE"]
     assert tuple(armature.matrix_basis.to_scale()) == pytest.approx((SCALE,) * 3)
+
+
+def test_scale_lengths_sizes_lengths_only():
+    from retro_models.formats.scene import Animation, Channel, Mesh, Scene, ShapeKey, Skeleton, scale_lengths
+
+    rest = np.tile(np.eye(4), (2, 1, 1))
+    rest[1, :3, 3] = (0, 2, 0)
+    rest[1, :3, :3] *= 3  # a bone's own scale is no length
+    mesh = Mesh("m", np.ones((1, 3), np.float32), np.zeros((0, 3), np.int32), matrix=rest[1].copy())
+    mesh.shape_keys = [ShapeKey("k", np.full((1, 3), 2, np.float32))]
+    keys = np.array([[1.0, 2.0, 3.0]])
+    handles = np.full((1, 3, 2), 5.0)
+    channels = [
+        Channel("bone", "b", "location", np.zeros(1), keys, "BEZIER", handles, handles),
+        Channel("bone", "b", "scale", np.zeros(1), keys),
+    ]
+    scene = Scene(
+        skeletons=[Skeleton("s", ["a", "b"], np.array([-1, 0]), rest)],
+        meshes=[mesh],
+        animations=[Animation("walk", channels)],
+    )
+    scale_lengths(scene, 0.5)
+    np.testing.assert_array_equal(scene.skeletons[0].rest[1, :3, 3], (0, 1, 0))
+    np.testing.assert_array_equal(scene.skeletons[0].rest[1, :3, :3], 3 * np.eye(3))
+    np.testing.assert_array_equal(mesh.positions, [[0.5] * 3])
+    np.testing.assert_array_equal(mesh.shape_keys[0].positions, [[1.0] * 3])
+    np.testing.assert_array_equal(mesh.matrix[:3, 3], (0, 1, 0))
+    location, scale = scene.animations[0].channels
+    np.testing.assert_array_equal(location.values, keys / 2)
+    np.testing.assert_array_equal(location.handles_left[..., 1], 2.5)  # values, not frames
+    np.testing.assert_array_equal(location.handles_right[..., 0], 5.0)
+    np.testing.assert_array_equal(scale.values, keys)
