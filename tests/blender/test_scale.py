@@ -12,7 +12,7 @@ import tmrf_fixtures
 import ttyd_fixtures
 from demo_creature import demo_files
 from j3d_model_fixtures import generated_bytes
-from mathutils import Vector
+from mathutils import Matrix, Vector
 from support import ROOT
 from tamsoft_fixtures import tmd0_bytes
 from ttyd_support import tpl_bytes
@@ -246,3 +246,21 @@ def test_scale_lengths_sizes_lengths_only():
     np.testing.assert_array_equal(location.handles_left[..., 1], 2.5)  # values, not frames
     np.testing.assert_array_equal(location.handles_right[..., 0], 5.0)
     np.testing.assert_array_equal(scale.values, keys)
+
+
+def test_meshes_without_an_armature_have_their_world_matrix_divided(empty_scene):
+    from retro_models.operators.blender.extract import extract_scene
+
+    data = bpy.data.meshes.new("plane")
+    data.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [], [(0, 1, 2)])
+    obj = bpy.data.objects.new("plane", data)
+    bpy.context.scene.collection.objects.link(obj)
+    obj.matrix_basis = Matrix.Translation((0, 0, 0.02)) @ Matrix.Scale(SCALE, 4)
+    bpy.context.view_layer.update()
+    (mesh,) = extract_scene(bpy.context, None, [obj], scale=SCALE).meshes
+    np.testing.assert_allclose(mesh.matrix, Matrix.Translation((0, 0, 2)), atol=1e-6)
+    (mesh,) = extract_scene(bpy.context, None, [obj], scale=1.0).meshes
+    np.testing.assert_allclose(mesh.matrix, obj.matrix_world, atol=1e-9)
+    obj.matrix_basis = Matrix.Scale(SCALE, 4)
+    bpy.context.view_layer.update()
+    assert extract_scene(bpy.context, None, [obj], scale=SCALE).meshes[0].matrix is None
