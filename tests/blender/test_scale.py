@@ -8,6 +8,7 @@ import bpy
 import numpy as np
 import pytest
 import retro_models
+import support
 import tmrf_fixtures
 import ttyd_fixtures
 from demo_creature import demo_files
@@ -157,6 +158,23 @@ def test_j3d_models_scale_after_their_axis_conversion(empty_scene, tmp_path):
     bpy.context.view_layer.update()
     (armature,) = [o for o in bpy.data.objects if o.type == "ARMATURE"]
     np.testing.assert_allclose(np.array(armature.matrix_world), np.diag([SCALE] * 3 + [1]) @ axes, atol=1e-7)
+
+
+@pytest.mark.corpus
+def test_a_game_model_and_its_animations_are_scale_times_the_size(empty_scene):
+    path = support.corpus_file("j3d-models/ba.bdl")
+    measured = []
+    for scale in (1.0, SCALE):
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        retro_models.import_file(bpy.context, str(path), global_scale=scale)
+        bpy.context.view_layer.update()
+        action = the_armature().animation_data and the_armature().animation_data.action
+        frame = 0.5 * sum(action.frame_range) if action else 0.0
+        measured.append((world_bounds(), bone_heads(frame)))
+    (bounds, heads), (scaled_bounds, scaled_heads) = measured
+    assert np.abs(bounds).max() > 1  # a real model, of some size
+    np.testing.assert_allclose(scaled_bounds, SCALE * bounds, rtol=1e-4, atol=1e-4 * SCALE)
+    np.testing.assert_allclose(scaled_heads, SCALE * heads, rtol=1e-4, atol=1e-4 * SCALE)
 
 
 def test_every_operator_with_forward_and_up_has_scale(addon):
