@@ -75,9 +75,14 @@ def extract_scene(
     )
     if armature_obj is not None and scale is not None:
         context.view_layer.update()  # the armature's world matrix as last set
-        factor = (
-            abs(np.linalg.det(np.array(armature_obj.matrix_world, np.float64)[:3, :3])) ** (1 / 3) / scale
-        )
+        linear = np.array(armature_obj.matrix_world, np.float64)[:3, :3]
+        sizes = np.linalg.norm(linear, axis=0)
+        if np.ptp(sizes) > _SAME_SIZE * sizes.max():
+            scene.warnings.append(
+                f"armature {armature_obj.name!r} is scaled unevenly {tuple(sizes.round(6))}: "
+                "the model is written at the mean size"
+            )
+        factor = abs(np.linalg.det(linear)) ** (1 / 3) / scale
         if abs(factor - 1) > _SAME_SIZE:
             scale_lengths(scene, factor)
     return scene

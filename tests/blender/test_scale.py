@@ -282,3 +282,20 @@ def test_meshes_without_an_armature_have_their_world_matrix_divided(empty_scene)
     obj.matrix_basis = Matrix.Scale(SCALE, 4)
     bpy.context.view_layer.update()
     assert extract_scene(bpy.context, None, [obj], scale=SCALE).meshes[0].matrix is None
+
+
+def test_an_unevenly_scaled_armature_is_written_at_its_mean_size_with_a_warning(empty_scene, tmp_path):
+    import_model(tmp_path, "tamsoft", 1.0)
+    armature = the_armature()
+    armature.scale = (1.0, 2.0, 4.0)
+    report = retro_models.export_file(bpy.context, str(tmp_path / "out.tmd"), family="tamsoft")
+    assert any("scaled unevenly (1.0, 2.0, 4.0)" in w for w in report.warnings), report.warnings
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    (tmp_path / "again").mkdir()
+    (tmp_path / "again" / "model.tmd").write_bytes((tmp_path / "out.tmd").read_bytes())
+    retro_models.import_file(bpy.context, str(tmp_path / "again" / "model.tmd"))
+    bpy.context.view_layer.update()
+    mean = world_bounds()
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    import_model(tmp_path / "again", "tamsoft", 1.0)  # the original again, at its own size
+    np.testing.assert_allclose(mean, 2.0 * world_bounds(), rtol=1e-5, atol=1e-6)  # ∛(1·2·4) = 2
