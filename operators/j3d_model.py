@@ -19,7 +19,7 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ..formats.j3d import apply, convert
+from ..formats.j3d import apply, convert, files
 from ..formats.j3d.model_geometry import MAYA
 from . import j3d
 from .blender import compat, props
@@ -69,8 +69,9 @@ def _apply_paired(scene, result) -> list[str]:
         added, _ = j3d._add_animation(
             context, animation_scene, armature if not materials else None, materials, False
         )
-        if convert.animation_kind(animation) == "btp":
-            j3d._switch_textures(animation_scene, by_name, images)
+        if convert.animation_kind(animation) == "btp":  # the images it shows, as the J3D import picks them
+            used = {i: images[i] for i in files.pattern_indices(animation_scene) if i in images}
+            j3d._switch_textures(animation_scene, by_name, used)
         result.actions += added.actions
         scene.warnings += animation_scene.warnings + added.warnings
         first = first or (added.actions[0] if not materials else None)
