@@ -41,7 +41,7 @@ from ...formats.curves import (
     map_keys,
     matrix_to_euler,
     sample,
-    scaled_permutation,
+    sample_many,
     slerp_keys,
     unslerp_keys,
 )
@@ -242,7 +242,7 @@ def _single_component(channel: Channel, maps: BoneMaps, pose_bone) -> tuple[int,
     ):
         return None
     a, b = maps.maps[channel.path]
-    source = scaled_permutation(a)
+    source = maps.permutations[channel.path]
     if source is None:
         return None
     r = int(np.flatnonzero(source == channel.index)[0])
@@ -275,21 +275,44 @@ def component_channels(channels, rig: Rig) -> list[tuple[Channel, list[Channel] 
             parts = groups[(channel.target, channel.path)] = []
             out.append(parts)
         parts.append(channel)
-    return [(_merged(p, rig.maps[p[0].target]), p) if isinstance(p, list) else (p, None) for p in out]
+    frames = {id(p): _merged_frames(p) for p in out if isinstance(p, list)}
+    # Components keyed at different frames are sampled at every frame and key: all in one pass.
+    samples = iter(
+        sample_many(
+            [
+                (p.times, np.asarray(p.values, np.float64).reshape(-1, 1), p.interpolation)
+                + (p.handles_left, p.handles_right, frames[id(parts)][0])
+                for parts in out
+                if isinstance(parts, list) and not frames[id(parts)][1]
+                for p in parts
+            ]
+        )
+    )
+    return [
+        (_merged(p, rig.maps[p[0].target], *frames[id(p)], samples), p) if isinstance(p, list) else (p, None)
+        for p in out
+    ]
 
 
-def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
-    """One channel of every component of ``parts``' path; components they do not key hold the rest value."""
+def _merged_frames(parts: list[Channel]) -> tuple[np.ndarray, bool]:
+    """The frames of a merged channel, and whether they are those of every part (same keys, same
+    interpolation) or every frame and key of all of them."""
+    first = parts[0]
+    times = np.asarray(first.times, np.float64)
+    if all(np.array_equal(p.times, times) and p.interpolation == first.interpolation for p in parts):
+        return times, True
+    return bake_frames(np.unique(np.concatenate([np.asarray(p.times, np.float64) for p in parts]))), False
+
+
+def _merged(parts: list[Channel], maps: BoneMaps, times, shared: bool, samples) -> Channel:
+    """One channel of every component of ``parts``' path at ``times`` (``_merged_frames``), the parts'
+    samples there taken from ``samples`` when not ``shared``; components they do not key hold the rest value."""
     first = parts[0]
     rest = {
         "location": maps.rest_translation,
         "rotation_euler": matrix_to_euler(maps.rest_rotation[None])[0],
         "scale": maps.rest_scale,
     }[first.path]
-    times = np.asarray(first.times, np.float64)
-    shared = all(np.array_equal(p.times, times) and p.interpolation == first.interpolation for p in parts)
-    if not shared:  # keyed at different frames: every component sampled at every frame and key
-        times = bake_frames(np.unique(np.concatenate([np.asarray(p.times, np.float64) for p in parts])))
     values = np.tile(rest, (len(times), 1))
     bezier = shared and first.interpolation == "BEZIER" and all(p.handles_left is not None for p in parts)
     handles = []
@@ -298,13 +321,7 @@ def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
             frames = np.asarray(getattr(first, side), np.float64)[:, 0, 0]
             handles.append(np.stack(np.broadcast_arrays(frames[:, None], rest[None, :]), axis=-1).copy())
     for p in parts:
-        keys = np.asarray(p.values, np.float64).reshape(len(p.times), 1)
-        if shared:
-            values[:, p.index] = keys[:, 0]
-        else:
-            values[:, p.index] = sample(
-                p.times, keys, p.interpolation, p.handles_left, p.handles_right, times
-            )[:, 0]
+        values[:, p.index] = np.asarray(p.values, np.float64).reshape(-1) if shared else next(samples)[:, 0]
         for handle, side in zip(
             handles, ("handles_left", "handles_right"), strict=False
         ):  # none unless Bézier
