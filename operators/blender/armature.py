@@ -189,8 +189,30 @@ def rest_scales(skeleton: Skeleton) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     return rest, scales, bone_scale, parent_scale, inexact
 
 
+_RECENT_MAPS: dict[tuple, dict[str, BoneMaps]] = {}  # a few skeletons' maps, by their names and rest
+
+
 def bone_maps(skeleton: Skeleton) -> dict[str, BoneMaps]:
-    """Bone name → the maps between its parent-relative channels and its pose basis."""
+    """Bone name → the maps between its parent-relative channels and its pose basis.
+
+    The maps of a skeleton seen lately are given again: every animation applied to one armature
+    (a model's hundreds of paired animations) asks for the same ones.
+    """
+    display = None if skeleton.bone_display is None else np.asarray(skeleton.bone_display, np.float64)
+    key = (
+        tuple(skeleton.bone_names),
+        np.asarray(skeleton.parents, np.int64).tobytes(),
+        np.asarray(skeleton.rest, np.float64).tobytes(),
+        None if display is None else display.tobytes(),
+    )
+    if key not in _RECENT_MAPS:
+        if len(_RECENT_MAPS) >= 4:
+            _RECENT_MAPS.clear()
+        _RECENT_MAPS[key] = _bone_maps(skeleton)
+    return _RECENT_MAPS[key]
+
+
+def _bone_maps(skeleton: Skeleton) -> dict[str, BoneMaps]:
     rest, _, bone_scale, parent_scale, _ = rest_scales(skeleton)
     local = Skeleton(skeleton.name, skeleton.bone_names, skeleton.parents, rest).local_rest()
     display = _display(skeleton)
