@@ -455,7 +455,7 @@ def _keep_scene_keys(record: ChannelRecord, curves, scene_channels: list[Channel
 
 def _is_float32(keys: Keys) -> bool:
     arrays = (keys.times, keys.values, keys.handles_left, keys.handles_right)
-    return all(a is None or np.array_equal(a.astype(np.float32), a) for a in arrays)
+    return all(a is None or (a.astype(np.float32) == a).all() for a in arrays)
 
 
 def _as_imported(channels: list[Channel]) -> list[Channel]:
