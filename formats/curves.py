@@ -293,13 +293,16 @@ def sample_many(curves) -> list[np.ndarray]:
         solved = _bezier(*flat[4:8], t)
         sizes = np.cumsum([p[0][8].size for p in pending])[:-1]
         for p, part in zip(pending, np.split(solved, sizes), strict=True):
-            p[0] = part.reshape(p[0][8].shape)
+            target, solve = p[0][8:]
+            p[0] = np.zeros((len(solve),) + target.shape[1:])
+            p[0][solve] = part.reshape(target.shape)
     return [_held(result, times, values, frames) for result, times, values, frames in prepared]
 
 
 def _segments(times, values, interpolation, handles_left, handles_right, frames) -> list:
     """[the values at ``frames`` inside the keyed range, or for Bézier keys the segments to solve there
-    (frame and value coordinates of the four points, the frames), times, values, frames]."""
+    (frame and value coordinates of the four points, the frames, which frames: not those on a key),
+    times, values, frames]."""
     times = np.asarray(times, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
     frames = np.asarray(frames, dtype=np.float64)
@@ -313,12 +316,14 @@ def _segments(times, values, interpolation, handles_left, handles_right, frames)
     if interpolation == "LINEAR" or handles_left is None or handles_right is None:
         u = np.clip((frames - x0) / np.where(x1 > x0, x1 - x0, 1.0), 0.0, 1.0)[:, None]
         return [y0 + (y1 - y0) * u, times, values, frames]
+    solve = (frames > times[0]) & (frames < times[-1]) & ~np.isin(frames, times)  # the others are _held's
+    seg, x0, x1, y0, y1 = seg[solve], x0[solve], x1[solve], y0[solve], y1[solve]
     p0 = np.stack([np.broadcast_to(x0[:, None], y0.shape), y0], axis=-1)
     p3 = np.stack([np.broadcast_to(x1[:, None], y1.shape), y1], axis=-1)
     p1, p2 = _correct_handles(p0, handles_right[seg], handles_left[seg + 1], p3)
     points = [p[..., axis] for axis in (0, 1) for p in (p0, p1, p2, p3)]
-    target = np.broadcast_to(frames[:, None], y0.shape)
-    return [(*points, target), times, values, frames]
+    target = np.broadcast_to(frames[solve][:, None], y0.shape)
+    return [(*points, target, solve), times, values, frames]
 
 
 def _held(result, times, values, frames) -> np.ndarray:
