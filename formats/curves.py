@@ -407,43 +407,44 @@ def sample_many(curves) -> list[np.ndarray]:
             target, solve = p[0][8:]
             p[0] = np.zeros((len(solve),) + target.shape[1:])
             p[0][solve] = part.reshape(target.shape)
-    return [_held(result, times, values, frames) for result, times, values, frames in prepared]
+    return [_held(*p) for p in prepared]
 
 
 def _segments(times, values, interpolation, handles_left, handles_right, frames) -> list:
     """[the values at ``frames`` inside the keyed range, or for Bézier keys the segments to solve there
     (frame and value coordinates of the four points, the frames, which frames: not those on a key),
-    times, values, frames]."""
+    times, values, frames, which frames are on a key]."""
     times = np.asarray(times, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
     frames = np.asarray(frames, dtype=np.float64)
     if len(times) == 1:
-        return [np.repeat(values[:1], len(frames), axis=0), times, values, frames]
+        return [np.repeat(values[:1], len(frames), axis=0), times, values, frames, None]
+    # The keys are in frame order: a frame is on a key when the first key not before it is at it.
+    exact = times[np.minimum(np.searchsorted(times, frames), len(times) - 1)] == frames
     seg = np.clip(np.searchsorted(times, frames, side="right") - 1, 0, len(times) - 2)
     x0, x1 = times[seg], times[seg + 1]
     y0, y1 = values[seg], values[seg + 1]
     if interpolation == "CONSTANT":
-        return [y0, times, values, frames]
+        return [y0, times, values, frames, exact]
     if interpolation == "LINEAR" or handles_left is None or handles_right is None:
         u = np.clip((frames - x0) / np.where(x1 > x0, x1 - x0, 1.0), 0.0, 1.0)[:, None]
-        return [y0 + (y1 - y0) * u, times, values, frames]
-    solve = (frames > times[0]) & (frames < times[-1]) & ~np.isin(frames, times)  # the others are _held's
+        return [y0 + (y1 - y0) * u, times, values, frames, exact]
+    solve = (frames > times[0]) & (frames < times[-1]) & ~exact  # the others are _held's
     seg, x0, x1, y0, y1 = seg[solve], x0[solve], x1[solve], y0[solve], y1[solve]
     p0 = np.stack([np.broadcast_to(x0[:, None], y0.shape), y0], axis=-1)
     p3 = np.stack([np.broadcast_to(x1[:, None], y1.shape), y1], axis=-1)
     p1, p2 = _correct_handles(p0, handles_right[seg], handles_left[seg + 1], p3)
     points = [p[..., axis] for axis in (0, 1) for p in (p0, p1, p2, p3)]
     target = np.broadcast_to(frames[solve][:, None], y0.shape)
-    return [(*points, target, solve), times, values, frames]
+    return [(*points, target, solve), times, values, frames, exact]
 
 
-def _held(result, times, values, frames) -> np.ndarray:
+def _held(result, times, values, frames, exact) -> np.ndarray:
     """``result`` inside the keyed range, the first or last key's value outside and the key's on a key."""
     if len(times) == 1:
         return result
     inside = (frames > times[0]) & (frames < times[-1])
     result = np.where(inside[:, None], result, np.where((frames <= times[0])[:, None], values[0], values[-1]))
-    exact = np.isin(frames, times)
     if exact.any():
         # On two keys at one frame the later holds (the game's step), as at any other frame.
         result[exact] = values[np.searchsorted(times, frames[exact], side="right") - 1]
