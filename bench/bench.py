@@ -10,7 +10,9 @@ Workloads (``WORKLOADS``; a new one is a function returning its numbers and a ``
 - ``tmrf N``: a TMRF skeleton chain of N bones (1000/2000/4000/8000) with a 30-frame animation on every
   bone, written by the project's TMRF writer; the growth ratio is time(2N) / time(N) (2: linear);
 - ``keys10m``: ten million keys (10 animations × 60 bones × 7 F-curves × 2,381 keys): memory;
-- J3D model and batch import: their places are marked below (``j3d``, ``batch``).
+- ``j3d``: a J3D model (``bench_j3d_model.py``'s generated tube: 207,200 triangles, 100 joints, weighted);
+- ``j3d-archive``: the corpus's SunshineMario.arc with every animation that belongs to its models;
+- batch import: its place is marked below (``batch``).
 
 The floor of a workload is Blender's own bulk calls for what the import made, its arrays prepared
 before the clock (``floor_of``): mesh attributes by ``foreach_set``, custom normals, vertex groups
@@ -49,6 +51,7 @@ GOALS = {  # issue 20
     "weights/export": 0.10,
     "µs per F-curve": 15.0,
     "memory/floor": 1.5,
+    "archive import s": 60.0,  # issue 15: an archive with hundreds of animations in well under a minute
 }
 
 
@@ -329,13 +332,47 @@ def workload_toshi(folder: Path, quick: bool) -> dict:
     return json.loads(out.read_text())
 
 
+def workload_j3d(folder: Path, quick: bool) -> dict:
+    """The generated skinned tube of bench_j3d_model.py (207,200 triangles, 100 joints; quick: 11,800)."""
+    _blender()
+    import bench_j3d_model
+    from retro_models.formats.j3d import model, model_convert
+
+    rings, columns = (60, 100) if quick else (260, 400)
+    path = folder / "tube.bmd"
+    path.write_bytes(model.write(bench_j3d_model.tube(rings, columns, 100)))
+    return import_and_floor(
+        lambda: model_convert.to_scene(model.read(path.read_bytes(), str(path)), "tube", str(path)),
+        folder,
+        gltf=True,
+    )
+
+
+def workload_j3d_archive(folder: Path, quick: bool) -> dict:
+    """The corpus's SunshineMario.arc, every model with every animation that belongs to it (quick: one
+    model with its animations); nothing when the corpus is absent."""
+    bench_toshi = _blender()
+    import bpy
+    import retro_models
+
+    path = HERE.parent.parent / "shared" / "corpus" / "j3d-models" / "SunshineMario.arc"
+    if not path.exists():
+        return {}
+    bench_toshi.empty_scene()
+    start = clock()
+    report = retro_models.import_file(bpy.context, str(path), model="ma_mdl1" if quick else "")
+    seconds = clock() - start
+    return {"import": seconds, "actions": report.counts["actions"], "models": report.counts["armatures"]}
+
+
 WORKLOADS = {
     "toshi": workload_toshi,
     "ttyd": workload_ttyd,
     **{f"tmrf{n}": partial(workload_tmrf, bones=n) for n in CHAIN},
     "keys10m": workload_keys10m,
     "keys10m-floor": workload_floor_memory,
-    # "j3d": a J3D model (bench_j3d_model.py, being added): its numbers and rows go here.
+    "j3d": workload_j3d,
+    "j3d-archive": workload_j3d_archive,
     # "batch": batch import of the corpus with 1 and 2 workers (bench_archives.py, being added).
 }
 
@@ -433,6 +470,34 @@ def rows(results: dict) -> list[Row]:
                 f"floor {b['floor'] / a['floor']:.2f} (2: linear, 4: quadratic)",
             )
         )
+    j3d = results.get("j3d")
+    if j3d:
+        table += [
+            Row(
+                "j3d",
+                "import/floor",
+                j3d["import"] / j3d["floor"],
+                f"{j3d['import']:.2f} s / {j3d['floor']:.2f} s",
+            ),
+            Row(
+                "j3d",
+                "import/glTF",
+                j3d["import"] / j3d["gltf import"],
+                f"{j3d['import']:.2f} s / {j3d['gltf import']:.2f} s",
+            ),
+            Row("j3d", "memory MB", j3d["memory MB"], "peak above the input"),
+        ]
+    archive = results.get("j3d-archive")
+    if archive:
+        table.append(
+            Row(
+                "j3d-archive",
+                "archive import s",
+                archive["import"],
+                f"{archive['models']} models, {archive['actions']} actions "
+                f"({archive['import'] / archive['actions'] * 1e3:.0f} ms per action)",
+            )
+        )
     keys, floor = results.get("keys10m"), results.get("keys10m-floor")
     if keys and floor:
         table.append(
@@ -475,7 +540,6 @@ def main(argv=None) -> int:
     print(f"  {'workload':12} {'measure':16} {'value':>9}  {'goal':8} verdict")
     for row in rows(results):
         print(row.line())
-    print("  j3d          (a J3D model: being added, bench_j3d_model.py)")
     print("  batch        (batch import with 1 and 2 workers: being added, bench_archives.py)")
     print(f"(total {time.perf_counter() - wall:.0f} s)")
     return 0

@@ -84,6 +84,11 @@ class BoneMaps:
             self.maps["rotation_euler"] = (np.eye(3), np.zeros(3))
 
     @cached_property
+    def permutations(self) -> dict[str, np.ndarray | None]:
+        """``scaled_permutation`` of each map: made once per bone, when first asked for."""
+        return {path: scaled_permutation(a) for path, (a, _) in self.maps.items()}
+
+    @cached_property
     def inverses(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Pose basis → parent-relative channels: made once per bone, when first asked for."""
         return {path: inverse(*affine) for path, affine in self.maps.items()}
@@ -382,30 +387,64 @@ def _slopes(evaluate, frames, values, quaternion: bool):
 
 def sample(times, values, interpolation, handles_left, handles_right, frames) -> np.ndarray:
     """Evaluate keys (K,), (K, C) at ``frames`` (N,) → (N, C), constant outside the keyed range."""
+    return sample_many([(times, values, interpolation, handles_left, handles_right, frames)])[0]
+
+
+def sample_many(curves) -> list[np.ndarray]:
+    """``sample`` of each (times, values, interpolation, handles_left, handles_right, frames) of ``curves``.
+
+    The Bézier segments of all are solved in one pass: the solve is per element, so each result is
+    the one ``sample`` gives alone, without its fixed cost per call.
+    """
+    prepared = [_segments(*curve) for curve in curves]
+    pending = [p for p in prepared if isinstance(p[0], tuple)]
+    if pending:
+        flat = [np.concatenate([p[0][i].ravel() for p in pending]) for i in range(9)]
+        t = _first_crossing(*flat[:4], flat[8])
+        solved = _bezier(*flat[4:8], t)
+        sizes = np.cumsum([p[0][8].size for p in pending])[:-1]
+        for p, part in zip(pending, np.split(solved, sizes), strict=True):
+            target, solve = p[0][8:]
+            p[0] = np.zeros((len(solve),) + target.shape[1:])
+            p[0][solve] = part.reshape(target.shape)
+    return [_held(*p) for p in prepared]
+
+
+def _segments(times, values, interpolation, handles_left, handles_right, frames) -> list:
+    """[the values at ``frames`` inside the keyed range, or for Bézier keys the segments to solve there
+    (frame and value coordinates of the four points, the frames, which frames: not those on a key),
+    times, values, frames, which frames are on a key]."""
     times = np.asarray(times, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
     frames = np.asarray(frames, dtype=np.float64)
     if len(times) == 1:
-        return np.repeat(values[:1], len(frames), axis=0)
+        return [np.repeat(values[:1], len(frames), axis=0), times, values, frames, None]
+    # The keys are in frame order: a frame is on a key when the first key not before it is at it.
+    exact = times[np.minimum(np.searchsorted(times, frames), len(times) - 1)] == frames
     seg = np.clip(np.searchsorted(times, frames, side="right") - 1, 0, len(times) - 2)
     x0, x1 = times[seg], times[seg + 1]
     y0, y1 = values[seg], values[seg + 1]
-    inside = (frames > times[0]) & (frames < times[-1])
     if interpolation == "CONSTANT":
-        result = y0
-    elif interpolation == "LINEAR" or handles_left is None or handles_right is None:
+        return [y0, times, values, frames, exact]
+    if interpolation == "LINEAR" or handles_left is None or handles_right is None:
         u = np.clip((frames - x0) / np.where(x1 > x0, x1 - x0, 1.0), 0.0, 1.0)[:, None]
-        result = y0 + (y1 - y0) * u
-    else:
-        channels = values.shape[1]
-        p0 = np.stack([np.broadcast_to(x0[:, None], y0.shape), y0], axis=-1)
-        p3 = np.stack([np.broadcast_to(x1[:, None], y1.shape), y1], axis=-1)
-        p1, p2 = _correct_handles(p0, handles_right[seg], handles_left[seg + 1], p3)
-        target = np.broadcast_to(frames[:, None], (len(frames), channels))
-        t = _first_crossing(p0[..., 0], p1[..., 0], p2[..., 0], p3[..., 0], target)
-        result = _bezier(p0[..., 1], p1[..., 1], p2[..., 1], p3[..., 1], t)
+        return [y0 + (y1 - y0) * u, times, values, frames, exact]
+    solve = (frames > times[0]) & (frames < times[-1]) & ~exact  # the others are _held's
+    seg, x0, x1, y0, y1 = seg[solve], x0[solve], x1[solve], y0[solve], y1[solve]
+    p0 = np.stack([np.broadcast_to(x0[:, None], y0.shape), y0], axis=-1)
+    p3 = np.stack([np.broadcast_to(x1[:, None], y1.shape), y1], axis=-1)
+    p1, p2 = _correct_handles(p0, handles_right[seg], handles_left[seg + 1], p3)
+    points = [p[..., axis] for axis in (0, 1) for p in (p0, p1, p2, p3)]
+    target = np.broadcast_to(frames[solve][:, None], y0.shape)
+    return [(*points, target, solve), times, values, frames, exact]
+
+
+def _held(result, times, values, frames, exact) -> np.ndarray:
+    """``result`` inside the keyed range, the first or last key's value outside and the key's on a key."""
+    if len(times) == 1:
+        return result
+    inside = (frames > times[0]) & (frames < times[-1])
     result = np.where(inside[:, None], result, np.where((frames <= times[0])[:, None], values[0], values[-1]))
-    exact = np.isin(frames, times)
     if exact.any():
         # On two keys at one frame the later holds (the game's step), as at any other frame.
         result[exact] = values[np.searchsorted(times, frames[exact], side="right") - 1]

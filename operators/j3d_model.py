@@ -76,8 +76,9 @@ def _apply_paired(scene, result) -> list[str]:
         added, _ = j3d._add_animation(
             context, animation_scene, armature if on_armature else None, materials, False, objects
         )
-        if convert.animation_kind(animation) == "btp":
-            j3d._switch_textures(animation_scene, by_name, images)
+        if convert.animation_kind(animation) == "btp":  # the images it shows, as the J3D import picks them
+            used = {i: images[i] for i in files.pattern_indices(animation_scene) if i in images}
+            j3d._switch_textures(animation_scene, by_name, used)
         result.actions += added.actions
         scene.warnings += animation_scene.warnings + added.warnings
         first = first or (added.actions[0] if on_armature else None)

@@ -38,7 +38,15 @@ from ...formats.errors import FormatError
 from ...formats.scene import Animation, Channel, Scene
 from . import armature as bones
 from . import compat, material, mesh, props
-from .records import AnimationRecord, ChannelRecord, Keys, SceneChannel, read_record, write_record
+from .records import (
+    AnimationRecord,
+    ChannelRecord,
+    Keys,
+    SceneChannel,
+    read_record,
+    record_group,
+    write_record,
+)
 
 INTERPOLATION_CODES = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}
 _INTERPOLATION_NAMES = {code: name for name, code in INTERPOLATION_CODES.items()}
@@ -450,7 +458,7 @@ def _keep_scene_keys(record: ChannelRecord, curves, scene_channels: list[Channel
 
 def _is_float32(keys: Keys) -> bool:
     arrays = (keys.times, keys.values, keys.handles_left, keys.handles_right)
-    return all(a is None or np.array_equal(a.astype(np.float32), a) for a in arrays)
+    return all(a is None or (a.astype(np.float32) == a).all() for a in arrays)
 
 
 def _as_imported(channels: list[Channel]) -> list[Channel]:
@@ -486,10 +494,14 @@ def _same_keys(a: Keys, b: Keys) -> bool:
 
 def extract_animations(context, armature_obj, skeleton, mesh_objs, materials, actions, renamed, recorded):
     """The animations of the given actions, or of those imported with these objects and those assigned to them."""
-    records = {a.as_pointer(): r for a in bpy.data.actions if (r := read_record(a)) is not None}
-    tagged = [a for a in bpy.data.actions if a.as_pointer() in records]
     if actions is None:
+        records = {a.as_pointer(): r for a in bpy.data.actions if (r := read_record(a)) is not None}
+        tagged = [a for a in bpy.data.actions if a.as_pointer() in records]
         actions = _imported_actions(armature_obj, mesh_objs, materials, records, tagged, recorded)
+    else:  # the records of the given actions' groups alone (decoding all grows with every import)
+        groups = {record_group(a) for a in actions} - {None}
+        tagged = [a for a in bpy.data.actions if record_group(a) in groups]
+        records = {a.as_pointer(): read_record(a) for a in tagged}
     maps = bones.bone_maps(skeleton) if skeleton is not None else {}
     animations = []
     for action in actions:

@@ -43,7 +43,7 @@ from ...formats.curves import (
     map_keys,
     matrix_to_euler,
     sample,
-    scaled_permutation,
+    sample_many,
     slerp_keys,
     unslerp_keys,
 )
@@ -191,8 +191,30 @@ def rest_scales(skeleton: Skeleton) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     return rest, scales, bone_scale, parent_scale, inexact
 
 
+_RECENT_MAPS: dict[tuple, dict[str, BoneMaps]] = {}  # a few skeletons' maps, by their names and rest
+
+
 def bone_maps(skeleton: Skeleton) -> dict[str, BoneMaps]:
-    """Bone name → the maps between its parent-relative channels and its pose basis."""
+    """Bone name → the maps between its parent-relative channels and its pose basis.
+
+    The maps of a skeleton seen lately are given again: every animation applied to one armature
+    (a model's hundreds of paired animations) asks for the same ones.
+    """
+    display = None if skeleton.bone_display is None else np.asarray(skeleton.bone_display, np.float64)
+    key = (
+        tuple(skeleton.bone_names),
+        np.asarray(skeleton.parents, np.int64).tobytes(),
+        np.asarray(skeleton.rest, np.float64).tobytes(),
+        None if display is None else display.tobytes(),
+    )
+    if key not in _RECENT_MAPS:
+        if len(_RECENT_MAPS) >= 4:
+            _RECENT_MAPS.clear()
+        _RECENT_MAPS[key] = _bone_maps(skeleton)
+    return _RECENT_MAPS[key]
+
+
+def _bone_maps(skeleton: Skeleton) -> dict[str, BoneMaps]:
     rest, _, bone_scale, parent_scale, _ = rest_scales(skeleton)
     local = Skeleton(skeleton.name, skeleton.bone_names, skeleton.parents, rest).local_rest()
     display = _display(skeleton)
@@ -238,7 +260,7 @@ def _single_component(channel: Channel, maps: BoneMaps, pose_bone) -> tuple[int,
     ):
         return None
     a, b = maps.maps[channel.path]
-    source = scaled_permutation(a)
+    source = maps.permutations[channel.path]
     if source is None:
         return None
     r = int(np.flatnonzero(source == channel.index)[0])
@@ -305,13 +327,17 @@ def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
                 right[:, p.index] = np.asarray(p.handles_right, np.float64)[:, 0]
     else:
 
-        def evaluate(frames):
+        def evaluate(frames):  # every part in one pass
             values = np.tile(rest, (len(frames), 1))
-            for p in parts:
-                keys = np.asarray(p.values, np.float64).reshape(len(p.times), 1)
-                values[:, p.index] = sample(
-                    p.times, keys, p.interpolation, p.handles_left, p.handles_right, frames
-                )[:, 0]
+            sampled = sample_many(
+                [
+                    (p.times, np.asarray(p.values, np.float64).reshape(-1, 1), p.interpolation)
+                    + (p.handles_left, p.handles_right, frames)
+                    for p in parts
+                ]
+            )
+            for p, part in zip(parts, sampled, strict=True):
+                values[:, p.index] = part[:, 0]
             return values
 
         times = np.unique(np.concatenate([np.asarray(p.times, np.float64) for p in parts]))

@@ -269,7 +269,8 @@ def switch_images(material, slot: int, images: dict[int, bpy.types.Image]) -> bo
 
     The (keyed) custom property drives a Value node; each image gets an image node beside the
     slot's, and Mix nodes in front of every link of the slot's Color and Alpha outputs pick the
-    image whose index is within 0.5 of the value; other values show the slot's own image.
+    image whose index is within 0.5 of the value; other values show the slot's own image. A slot
+    switched before (another pattern) keeps its switch: only values it lacks are added.
     False when the material has no image node for the slot.
     """
     tree = material.node_tree
@@ -279,7 +280,14 @@ def switch_images(material, slot: int, images: dict[int, bpy.types.Image]) -> bo
     path = f"texture.{slot}.image_index"
     if path not in tree:
         tree[path] = 0.0
-    index = _driven_value(tree, f"Image Index {slot}", path)
+    label = f"{path} = "
+    shown = {
+        n[props.SWITCHED_IMAGE] for n in tree.nodes if props.SWITCHED_IMAGE in n and n.label.startswith(label)
+    }
+    images = {value: image for value, image in images.items() if value not in shown}
+    if not images:
+        return True
+    index = tree.nodes.get(f"Image Index {slot}") or _driven_value(tree, f"Image Index {slot}", path)
     index.location = (node.location.x - 250, node.location.y - 300)
     vector = node.inputs["Vector"].links[0].from_socket if node.inputs["Vector"].links else None
     outputs = {
@@ -291,9 +299,9 @@ def switch_images(material, slot: int, images: dict[int, bpy.types.Image]) -> bo
     for k, (value, image) in enumerate(sorted(images.items())):
         texture = tree.nodes.new("ShaderNodeTexImage")
         texture.image, texture.extension, texture.interpolation = image, node.extension, node.interpolation
-        texture.label = f"{path} = {value}"
+        texture.label = f"{label}{value}"
         texture[props.SWITCHED_IMAGE] = value
-        texture.location = (node.location.x, node.location.y - 300 * (k + 1))
+        texture.location = (node.location.x, node.location.y - 300 * (len(shown) + k + 1))
         if vector is not None:
             tree.links.new(vector, texture.inputs["Vector"])
         chosen = tree.nodes.new("ShaderNodeMath")

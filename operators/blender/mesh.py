@@ -177,14 +177,13 @@ def add_vertex_groups(obj, bone_names: list[str], joints: np.ndarray, weights: n
     key, vertex = key[order], vertex[order].tolist()
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     ends = np.r_[starts[1:], len(key)].tolist()
-    groups: dict[int, bpy.types.VertexGroup] = {}
+    joints = (key[starts] >> 32).tolist()
+    # Every group made before any weight goes in: Blender adds weights faster then.
+    groups = {joint: obj.vertex_groups.new(name=bone_names[joint]) for joint in sorted(set(joints))}
     for start, end, joint, weight in zip(
-        starts.tolist(), ends, (key[starts] >> 32).tolist(), weights[order][starts].tolist(), strict=True
+        starts.tolist(), ends, joints, weights[order][starts].tolist(), strict=True
     ):
-        group = groups.get(joint)
-        if group is None:
-            group = groups[joint] = obj.vertex_groups.new(name=bone_names[joint])
-        group.add(vertex[start:end], weight, "REPLACE")
+        groups[joint].add(vertex[start:end], weight, "REPLACE")
 
 
 def show_animated_visibility(context, objects, meshes: list[Mesh], animated: set[str]) -> None:

@@ -139,3 +139,48 @@ def test_a_bad_archive_or_member_is_one_format_error_and_leaves_nothing(
     with pytest.raises(RuntimeError, match=str(path)):  # the operator's error report
         bpy.ops.import_scene.j3d_model(filepath=str(path))
     assert support.data_counts() == before
+
+
+def _switches(material):
+    """Per switched texture slot: index value → the image it shows, and the value nodes driving the switch."""
+    from retro_models.operators.blender import props
+
+    tree = material.node_tree
+    found = {}
+    for node in tree.nodes:
+        if props.SWITCHED_IMAGE in node:
+            slot = node.label.split(".")[1]
+            found.setdefault(slot, {})[node[props.SWITCHED_IMAGE]] = node.image.name
+    drivers = sorted(n.name for n in tree.nodes if n.type == "VALUE" and n.name.startswith("Image Index"))
+    return found, drivers
+
+
+@pytest.mark.corpus
+def test_paired_texture_patterns_switch_the_images_they_show_once(empty_scene, tmp_path):
+    archive = archives.read_archive(support.corpus_file("j3d-models/SunshineMario.arc").read_bytes())
+    patterns = ["btp/ma_die_tx.btp", "btp/ma_sit_tx.btp", "btp/ma_bdwn_tx.btp"]  # 9; 3 6 7 8; 3 6 7 8 9
+    members = {p: archive.find(p).data for p in ["bmd/ma_mdl1.bmd", *patterns]}
+    (tmp_path / "mario.arc").write_bytes(u8.build(members))
+    retro_models.import_file(bpy.context, str(tmp_path / "mario.arc"))
+    eyes = sorted(m.name for m in bpy.data.materials if "eye" in m.name)
+    with_model = {name: _switches(bpy.data.materials[name]) for name in eyes}
+    actions = {a.name: _curves(a) for a in bpy.data.actions}
+    # Each switch shows the images the patterns use, once, behind one driven value.
+    assert {name: {s: sorted(v) for s, v in switch.items()} for name, (switch, _) in with_model.items()} == {
+        name: {"0": [3, 6, 7, 8, 9]} for name in eyes
+    }
+    assert all(drivers == ["Image Index 0"] for _, drivers in with_model.values())
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    (tmp_path / "ma_mdl1.bmd").write_bytes(members["bmd/ma_mdl1.bmd"])
+    retro_models.import_file(bpy.context, str(tmp_path / "ma_mdl1.bmd"), import_animations=False)
+    for path in patterns:  # the J3D animation import, one file after the other, on every material
+        (tmp_path / path[4:]).write_bytes(members[path])
+        assert bpy.ops.import_scene.j3d_animation(filepath=str(tmp_path / path[4:])) == {"FINISHED"}
+    assert {name: _switches(bpy.data.materials[name]) for name in eyes} == with_model
+    afterwards = {a.name: _curves(a) for a in bpy.data.actions}
+    assert afterwards.keys() == actions.keys() and len(actions) == 2 * len(patterns)
+    for name, curves in actions.items():
+        assert curves.keys() == afterwards[name].keys()
+        for key, values in curves.items():
+            np.testing.assert_array_equal(values, afterwards[name][key], err_msg=f"{name} {key}")
