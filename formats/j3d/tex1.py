@@ -54,6 +54,7 @@ class TEX1:
     data: bytes  # texel data and palettes: everything between the headers and the name table
     marker: int = 0xFFFF
     gaps: list[bytes] | None = None  # non-standard bytes around the blocks, see container.read_gaps
+    headers_absent: bool = False  # a TEX1 without textures whose header table offset is 0
     data_offset: int = field(default=0, compare=False)  # where ``data`` starts in the file read
 
     def data_positions(self, field: str = "data_offset") -> np.ndarray:
@@ -68,7 +69,8 @@ def read_tex1(data: bytes, offset: int, size: int, filename: str) -> TEX1:
     r.seek(offset + 8)
     count, marker, headers_at, names_at = r.unpack("HHII", "TEX1 header")
     headers = r.sub(offset + headers_at, count * BTI_SIZE, "TEX1 texture headers").array(BTI_DTYPE, count)
-    data_start = headers_at + count * BTI_SIZE
+    absent = count == 0 and headers_at == 0
+    data_start = names_at if absent else headers_at + count * BTI_SIZE
     if not data_start <= names_at <= size:
         raise r.error(f"TEX1 name table expected between {data_start} and {size}", offset + 0x10)
     names, names_size = read_names(r, offset + names_at, "TEX1 name table")
@@ -76,8 +78,12 @@ def read_tex1(data: bytes, offset: int, size: int, filename: str) -> TEX1:
         raise r.error(f"TEX1 name table expected {count} names, found {len(names)}", offset + names_at)
     tex1 = TEX1(headers, names, data[offset + data_start : offset + names_at], marker)
     tex1.data_offset = offset + data_start
-    blocks = [(headers_at, count * BTI_SIZE), (data_start, names_at - data_start), (names_at, names_size)]
-    tex1.gaps = read_gaps(data[offset : offset + size], TEX1_HEADER_SIZE, blocks, [32, 1, 1])
+    tex1.headers_absent = absent
+    blocks = [(data_start, names_at - data_start), (names_at, names_size)]
+    aligns = [1, 1] if absent else [32, 1, 1]
+    if not absent:
+        blocks.insert(0, (headers_at, count * BTI_SIZE))
+    tex1.gaps = read_gaps(data[offset : offset + size], TEX1_HEADER_SIZE, blocks, aligns)
     for offset_field, used in (
         ("data_offset", np.ones(count, bool)),
         ("palette_offset", headers["palette_count"] > 0),
@@ -95,7 +101,8 @@ def read_tex1(data: bytes, offset: int, size: int, filename: str) -> TEX1:
 
 def write_tex1(tex1: TEX1) -> bytes:
     builder = SectionBuilder(b"TEX1", TEX1_HEADER_SIZE, tex1.gaps)
-    headers_at = builder.block(np.ascontiguousarray(tex1.headers, BTI_DTYPE).tobytes(), 32)
+    absent = tex1.headers_absent and not len(tex1.headers)
+    headers_at = 0 if absent else builder.block(np.ascontiguousarray(tex1.headers, BTI_DTYPE).tobytes(), 32)
     builder.block(tex1.data, 1)
     names_at = builder.block(write_names(tex1.names), 1)
     header = Writer(">")
