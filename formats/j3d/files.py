@@ -35,6 +35,7 @@ from . import (
     material_set,
     model,
     model_convert,
+    model_export,
 )
 
 READERS = {".bck": bck, ".btk": btk, ".brk": brk, ".bpk": bpk, ".btp": btp}
@@ -213,6 +214,12 @@ def load_model(
 
 def _model_scene(data: bytes, filename: str, name: str, options: ModelImportOptions) -> ModelScene:
     scene = model_convert.to_scene(model.read(data, filename), name, filename, options.axis())
+    # What the export needs travels with the import: the model as read, and which shapes became meshes.
+    scene.extras[model_export.MODEL] = data
+    scene.extras["shapes"] = [m.extras["shape"] for m in scene.meshes]
+    for image in scene.images:
+        if image.pixels is not None:
+            image.extras[model_export.PIXELS] = model_export.pixels_digest(image.pixels)
     return ModelScene(**{f.name: getattr(scene, f.name) for f in fields(Scene)})
 
 
@@ -283,3 +290,31 @@ def _fitting(scene: Scene, candidates: list[tuple[str, Callable[[], bytes]]]) ->
         ):
             fitting.append(loaded)
     return fitting
+
+
+IMAGE_FORMATS = (
+    (model_export.ORIGINAL, "As Imported", "Each edited image in the GX format it had (new images: CMPR)"),
+    *((name, name, f"Every image encoded as {name} again") for name in ("CMPR", "RGB5A3", "RGBA8", "RGB565", "I8", "IA8", "C8")),
+)
+
+
+@dataclass
+class ModelExportOptions:
+    image_format: str = option(
+        model_export.ORIGINAL,
+        "Image Format",
+        "The GX format of the images written: each edited one as imported, or every one in one format",
+        choices=IMAGE_FORMATS,
+    )
+
+
+def model_bytes(scene: Scene, options: ModelExportOptions, filename: str = "<scene>") -> bytes:
+    """The BMD/BDL bytes of a model's scene (``model_export.from_scene``): an archive's member as well."""
+    return model.write(model_export.from_scene(scene, options.image_format, filename))
+
+
+def save_model(scene: Scene, path: str, options: ModelExportOptions) -> list[str]:
+    """Write the scene's model at ``path`` (.bmd or .bdl); nothing is written on error."""
+    if os.path.splitext(path)[1].lower() not in MODEL_EXTENSIONS:
+        raise ExportError(f"{os.path.basename(path)}: name the file .bmd or .bdl")
+    return write_files({path: model_bytes(scene, options, path)})

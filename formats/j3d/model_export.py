@@ -1,0 +1,355 @@
+"""A Scene → a BMD/BDL model: the inverse of ``model_convert``.
+
+An imported model carries its file (``Scene.extras[MODEL]``, the model's bytes as read) and each
+mesh the digest of its geometry as built in Blender (``Mesh.extras[GEOMETRY]``, ``mesh_digest``).
+Export reads the kept model and changes only what was edited, so an unedited model writes the
+same bytes:
+
+- a mesh whose digest and material are unchanged keeps its shape's bytes; an edited one becomes a
+  ``model_write.ShapeData`` re-encoded by ``model_write.replace_shapes``, as does a new mesh (no
+  shape of its own, or a copy of another shape's mesh); a shape without its mesh is removed;
+- materials follow their MAT3 slot (``Material.extras[SLOT]``): a new name goes into the name
+  table, a copy of a material (same slot, another name) becomes a new MAT3 entry copying its
+  record;
+- an image whose pixels changed (``Image.extras[PIXELS]``, ``pixels_digest``) is encoded again in
+  its TEX1 format (or every image in ``image_format``);
+- the joints must be the model's: a bone the model does not have is refused by name.
+
+A scene without a kept model (made in Blender) becomes a new model (``model_write.new_model``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from ..errors import ExportError
+from ..scene import Image, Material, Mesh, Scene
+from ..textures import gx
+from . import materials, model_write
+from . import model_geometry as geometry
+from .mat3 import MAT3
+from .model import Model, read
+from .tex1 import BTI_SIZE, TEX1
+
+MODEL = "model"  # Scene extras: the model's bytes as imported
+GEOMETRY = "geometry"  # Mesh extras: mesh_digest of the mesh as built
+SLOT = "mat3_slot"  # Material extras: the MAT3 slot the material was imported from
+PIXELS = "pixels"  # Image extras: pixels_digest of the image as imported
+ORIGINAL = "original"  # ExportOptions.image_format: each image in the format it was imported in
+INDIRECT_SIZE = 0x138  # one MAT3 indirect record per material slot
+
+
+def mesh_digest(mesh: Mesh) -> str:
+    """A digest of what a shape is made of: positions, triangles, normals, UV and colour layers,
+    skin and object matrix, bit for bit (the material is compared on its own)."""
+    digest = hashlib.sha1()
+    layers = [("normals", mesh.normals), *[("uv", x) for x in mesh.uv_layers]]
+    layers += [("color", x) for x in mesh.color_layers]
+    arrays = [
+        ("positions", mesh.positions),
+        ("triangles", mesh.triangles),
+        ("joints", mesh.skin_joints),
+        ("weights", mesh.skin_weights),
+        ("matrix", mesh.matrix),
+    ]
+    arrays += [(f"{kind} {layer.name} {layer.domain}", layer.data) for kind, layer in layers if layer is not None]
+    for name, array in arrays:
+        if array is None:
+            digest.update(f"{name} none".encode())
+            continue
+        array = np.ascontiguousarray(array)
+        digest.update(f"{name} {array.dtype.str} {array.shape}".encode() + array.tobytes())
+    return digest.hexdigest()
+
+
+def pixels_digest(pixels: np.ndarray) -> str:
+    """A digest of (H, W, 4) uint8 pixels: an image whose digest is unchanged keeps its TEX1 bytes."""
+    return hashlib.sha1(np.ascontiguousarray(pixels, np.uint8).tobytes()).hexdigest()
+
+
+def from_scene(scene: Scene, image_format: str = ORIGINAL, filename: str = "<scene>") -> Model:
+    """The model of a Scene: the kept one with the edits applied, or a new one."""
+    kept = scene.extras.get(MODEL)
+    if kept is None:
+        return _new_model(scene, image_format, filename)
+    model = read(kept, filename)
+    _check_joints(model, scene, filename)
+    bdl = model.raw(b"MDL3") is not None
+    slots = _materials(model, scene, filename)
+    if bdl and model.raw(b"MDL3") is None:
+        scene.warnings.append(
+            f"{filename}: a new material: written as a BMD (a BDL's MDL3 display lists are made for its "
+            "materials as they were)"
+        )
+    _images(model, scene, image_format, filename)
+    _shapes(model, scene, slots, filename)
+    return model
+
+
+# -- joints -------------------------------------------------------------------------------
+
+
+def _check_joints(model: Model, scene: Scene, filename: str) -> None:
+    """The armature's bones must be the model's joints with the same parents."""
+    if not scene.skeletons:
+        raise ExportError(f"{filename}: the model's armature is not part of the export")
+    skeleton = scene.skeletons[0]
+    names = list(model.jnt1.names)
+    added = [n for n in skeleton.bone_names if n not in names]
+    if added:
+        raise ExportError(
+            f"{filename}: bone {added[0]!r} of armature {skeleton.name!r} is not a joint of the model "
+            "(the game knows only the model's joints: remove the bone or rename it back)"
+        )
+    missing = [n for n in names if n not in skeleton.bone_names]
+    if missing:
+        raise ExportError(f"{filename}: armature {skeleton.name!r} lacks the model's joint {missing[0]!r}")
+    parents = geometry.read_graph(model, filename).parents
+    index = {n: i for i, n in enumerate(skeleton.bone_names)}
+    for j, name in enumerate(names):
+        parent = skeleton.parents[index[name]]
+        now = skeleton.bone_names[parent] if parent >= 0 else None
+        was = names[parents[j]] if parents[j] >= 0 else None
+        if now != was:
+            raise ExportError(
+                f"{filename}: bone {name!r} of armature {skeleton.name!r} has parent {now!r}; "
+                f"the model's joint has {was!r} (the joint hierarchy cannot change)"
+            )
+
+
+# -- materials ----------------------------------------------------------------------------
+
+
+def _materials(model: Model, scene: Scene, filename: str) -> list[int]:
+    """The MAT3 slot of each scene material (-1: not one of the model's). Of the materials with one
+    slot, the one still named as in the file (else the first) keeps it, taking its name into the
+    name table; each other is a copy of the imported material: a new slot sharing its record."""
+    mat3 = model.mat3
+    original = list(mat3.names)
+    slots = [m.extras.get(SLOT, -1) for m in scene.materials]
+    slots = [s if isinstance(s, int) and 0 <= s < len(original) else -1 for s in slots]
+    keeper: dict[int, int] = {}
+    for i, slot in enumerate(slots):
+        if slot >= 0 and (slot not in keeper or scene.materials[i].name == original[slot] != scene.materials[keeper[slot]].name):
+            keeper[slot] = i
+    for i, slot in enumerate(slots):
+        if slot < 0:
+            continue
+        if keeper[slot] == i:
+            mat3.names[slot] = scene.materials[i].name
+        else:
+            slots[i] = _copy_material(model, slot, scene.materials[i].name)
+    repeated = sorted({n for n in mat3.names if mat3.names.count(n) > max(original.count(n), 1)})
+    if repeated:
+        raise ExportError(f"{filename}: two materials are named {repeated[0]!r} (the game finds materials by name)")
+    return slots
+
+
+def _copy_material(model: Model, slot: int, name: str) -> int:
+    """A new MAT3 slot sharing the record of ``slot`` (and its MDL3 display list in a BDL)."""
+    mat3: MAT3 = model.mat3
+    mat3.remap = np.append(np.asarray(mat3.remap, ">u2"), mat3.remap[slot]).astype(">u2")
+    mat3.names.append(name)
+    indirect = mat3.tables.get("indirect")
+    used = INDIRECT_SIZE * (len(mat3.names) - 1)
+    if indirect is not None and len(indirect) >= used:  # one record per slot: the new slot's after the last
+        record = indirect[INDIRECT_SIZE * slot : INDIRECT_SIZE * (slot + 1)]
+        mat3.tables["indirect"] = indirect[:used] + record + indirect[used:]
+    mdl3 = model.raw(b"MDL3")
+    if mdl3 is not None:  # its per-material display lists no longer match MAT3: the game builds them
+        model.sections.remove(mdl3)
+        model.kind = b"bmd3"
+    return len(mat3.names) - 1
+
+
+# -- images -------------------------------------------------------------------------------
+
+
+def _images(model: Model, scene: Scene, image_format: str, filename: str) -> None:
+    """Images whose pixels changed (no source bytes) encoded again into their TEX1 entries."""
+    tex1 = model.tex1
+    for image in scene.images:
+        index = image.extras.get("tex1_index")
+        if not isinstance(index, int) or not 0 <= index < len(tex1.headers):
+            continue
+        if image.pixels is None:
+            continue  # a placeholder for texels the import could not decode: kept as they are
+        if image_format == ORIGINAL and image.extras.get(PIXELS) == pixels_digest(image.pixels):
+            continue
+        _encode_image(tex1, index, image, image_format, filename)
+
+
+def format_code(name: str) -> int:
+    """The GX texture format code of a format name ("CMPR", "RGB5A3", …)."""
+    codes = {v: k for k, v in gx.NAMES.items()}
+    if name not in codes:
+        raise ExportError(f"no GX texture format {name!r}; one of {', '.join(gx.NAMES.values())}")
+    return codes[name]
+
+
+def _encode_image(tex1: TEX1, index: int, image: Image, image_format: str, filename: str) -> None:
+    header = tex1.headers[index]
+    fmt = int(header["format"]) if image_format == ORIGINAL else format_code(image_format)
+    palette_format = int(header["palette_format"]) if fmt in gx.PALETTE_CAPACITY else None
+    if palette_format not in (None, *gx.TLUT_NAMES):
+        palette_format = gx.TLUT_RGB5A3
+    levels = max(int(header["mip_count"]), 1)
+    pixels = np.asarray(image.pixels, np.uint8)
+    height, width = pixels.shape[:2]
+    levels = min(levels, 1 + int(np.log2(max(min(width, height), 1))))
+    texels = bytearray()
+    palette = None
+    level = pixels
+    for k in range(levels):
+        data, level_palette = gx.encode(fmt, level, palette_format)
+        texels += data
+        palette = palette if k else level_palette
+        if k + 1 < levels:
+            level = _half(level)
+    start = len(tex1.data)
+    count = len(tex1.headers)
+    relative = BTI_SIZE * (count - index) + start  # offsets count from each texture's own header
+    new_data = bytes(tex1.data) + bytes(texels)
+    header["format"] = fmt
+    header["width"], header["height"] = width, height
+    header["mip_count"] = levels
+    header["mipmaps_enabled"] = int(levels > 1)
+    header["data_offset"] = relative
+    if palette is not None:
+        header["palette_format"] = palette_format
+        header["palette_count"] = len(palette) // 2
+        header["palette_offset"] = relative + len(texels)
+        new_data += palette
+    else:
+        header["palette_count"] = 0
+    tex1.data = new_data + bytes(-len(new_data) % 32)
+
+
+def _half(pixels: np.ndarray) -> np.ndarray:
+    """The next mip level: 2×2 box filter (odd sizes lose their last row or column)."""
+    h, w = pixels.shape[0] // 2 * 2, pixels.shape[1] // 2 * 2
+    if not h or not w:
+        return pixels[: max(h // 2, 1), : max(w // 2, 1)]
+    blocks = pixels[:h, :w].astype(np.uint16).reshape(h // 2, 2, w // 2, 2, 4)
+    return ((blocks.sum(axis=(1, 3)) + 2) // 4).astype(np.uint8)
+
+
+# -- shapes -------------------------------------------------------------------------------
+
+
+def _shapes(model: Model, scene: Scene, slots: list[int], filename: str) -> None:
+    graph = geometry.read_graph(model, filename)
+    count = len(model.shp1.remap)
+    changed: dict[int, model_write.ShapeData] = {}
+    added: list[model_write.ShapeData] = []
+    seen: set[int] = set()
+    imported = set(scene.extras.get("shapes", range(count)))
+    for mesh in scene.meshes:
+        shape = mesh.extras.get("shape")
+        material = _mesh_material(mesh, scene, slots, filename)
+        own = isinstance(shape, int) and 0 <= shape < count and shape not in seen
+        if own:
+            seen.add(shape)
+            if mesh.extras.get(GEOMETRY) == mesh_digest(mesh) and material == int(graph.shape_materials[shape]):
+                continue
+            changed[shape] = shape_data(mesh, scene, material, filename)
+        else:
+            added.append(shape_data(mesh, scene, material, filename))
+    removed = imported - seen
+    if changed or added or removed:
+        replaced = model_write.replace_shapes(model, changed, added, frozenset(removed), filename)
+        model.sections = replaced.sections
+        model.kind = replaced.kind
+
+
+def _mesh_material(mesh: Mesh, scene: Scene, slots: list[int], filename: str) -> int:
+    """The MAT3 slot of a mesh's material (one per shape)."""
+    used = sorted(set(np.asarray(mesh.material_indices if mesh.material_indices is not None else [0]).tolist()))
+    if not mesh.materials:
+        raise ExportError(f"{filename}: mesh {mesh.name!r} has no material (give it one of the model's)")
+    chosen = {mesh.materials[i] for i in used if i < len(mesh.materials)} or {mesh.materials[0]}
+    if len(chosen) > 1:
+        names = ", ".join(repr(scene.materials[m].name) for m in sorted(chosen))
+        raise ExportError(
+            f"{filename}: mesh {mesh.name!r} uses materials {names}: a shape has one (separate it by material)"
+        )
+    index = chosen.pop()
+    if slots[index] < 0:
+        raise ExportError(
+            f"{filename}: mesh {mesh.name!r} uses material {scene.materials[index].name!r}, which is not "
+            "one of the model's (duplicate one of them instead)"
+        )
+    return slots[index]
+
+
+def shape_data(mesh: Mesh, scene: Scene, material: int, filename: str = "<scene>") -> model_write.ShapeData:
+    """A Scene mesh as ``model_write.ShapeData``: the file's Y-up model space, per-corner layers."""
+    positions = np.asarray(mesh.positions, np.float64)
+    triangles = np.asarray(mesh.triangles, np.int64).reshape(-1, 3)
+    corners = triangles.reshape(-1)
+    normals = None
+    if mesh.normals is not None:
+        normals = np.asarray(mesh.normals.data, np.float64)
+    if mesh.matrix is not None:  # the object's own transform, relative to the armature
+        matrix = np.asarray(mesh.matrix, np.float64)
+        positions = positions @ matrix[:3, :3].T + matrix[:3, 3]
+        if normals is not None:
+            normals = normals @ np.linalg.inv(matrix[:3, :3])
+            normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-12)
+    joints, weights = mesh.skin_joints, mesh.skin_weights
+    if joints is None or weights is None or not len(scene.skeletons):
+        raise ExportError(f"{filename}: mesh {mesh.name!r} has no bone weights (weight it to the armature)")
+    unweighted = ~(np.asarray(weights) > 0).any(axis=1)
+    if unweighted.any():
+        raise ExportError(
+            f"{filename}: mesh {mesh.name!r} has {int(unweighted.sum())} vertices without bone weights"
+        )
+
+    def per_corner(layer):
+        data = np.asarray(layer.data)
+        return data[corners] if layer.domain == "POINT" else data
+
+    uvs = {layer.name: per_corner(layer).astype(np.float32) for layer in mesh.uv_layers}
+    colors = {layer.name: per_corner(layer).astype(np.float32) for layer in mesh.color_layers}
+    if materials.uv_layer_name(0) not in uvs and mesh.uv_layers:  # a mesh made in Blender: its first map
+        uvs[materials.uv_layer_name(0)] = per_corner(mesh.uv_layers[0]).astype(np.float32)
+    return model_write.ShapeData(
+        positions=positions.astype(np.float32),
+        triangles=triangles,
+        joints=np.asarray(joints, np.int64),
+        weights=np.asarray(weights, np.float32),
+        normals=None if normals is None else normals.astype(np.float32),
+        colors=[colors.get(materials.color_layer_name(k)) for k in range(2)],
+        uvs=[uvs.get(materials.uv_layer_name(k)) for k in range(8)],
+        material=material,
+    )
+
+
+# -- from scratch ---------------------------------------------------------------------------
+
+
+def _new_model(scene: Scene, image_format: str, filename: str) -> Model:
+    """A model made in Blender: its armature, meshes, materials and images through ``model_write``."""
+    if not scene.skeletons:
+        raise ExportError(f"{filename}: a J3D model needs an armature (select it with its meshes)")
+    if not scene.meshes:
+        raise ExportError(f"{filename}: armature {scene.skeletons[0].name!r} deforms no mesh")
+    used = sorted({m.materials[i] for m in scene.meshes for i in _used(m)})
+    slots = [-1] * len(scene.materials)
+    for k, index in enumerate(used):
+        slots[index] = k
+    shapes = [shape_data(m, scene, _mesh_material(m, scene, slots, filename), filename) for m in scene.meshes]
+    chosen: list[Material] = [scene.materials[i] for i in used]
+    return model_write.new_model(
+        scene.skeletons[0], shapes, chosen, scene.images, image_format=image_format, filename=filename
+    )
+
+
+def _used(mesh: Mesh) -> list[int]:
+    if not mesh.materials:
+        return []
+    indices = np.asarray(mesh.material_indices if mesh.material_indices is not None else [0])
+    return sorted({int(i) for i in np.unique(indices) if i < len(mesh.materials)})
+

@@ -1,0 +1,185 @@
+"""The J3D model export without Blender: a model's scene (as the import gives it, with the digests the
+Blender side records) back to the model's bytes, and each kind of edit changing only what it edits."""
+
+import os
+
+import numpy as np
+import pytest
+import support
+from j3d_model_fixtures import generated_bytes
+from retro_models.formats import archives
+from retro_models.formats.errors import ExportError
+from retro_models.formats.j3d import files, model, model_convert, model_export
+from retro_models.formats.j3d import model_geometry as geometry
+from retro_models.formats.j3d import tex1
+from retro_models.formats.scene import Material
+from retro_models.formats.textures import gx
+
+MODELS = support.corpus_files("j3d*/*.bmd") + support.corpus_files("j3d*/*.bdl")
+ARCHIVES = support.corpus_files("j3d*/*.arc")
+
+
+def _archive_models() -> list[tuple[str, bytes]]:
+    found = []
+    for path in ARCHIVES:
+        archive = archives.read_archive(path.read_bytes(), str(path))
+        for member in archive.members():
+            if os.path.splitext(member.path)[1].lower() in files.MODEL_EXTENSIONS:
+                found.append((f"{path.name}/{member.path}", archives.unwrap(member.data, member.path)))
+    return found
+
+
+def _scene(data: bytes, name: str = "model"):
+    """The model's scene as exported unedited: the import's extras, each mesh's digest as recorded."""
+    scene = files._model_scene(data, name, name, files.ModelImportOptions())
+    for mesh in scene.meshes:
+        mesh.extras[model_export.GEOMETRY] = model_export.mesh_digest(mesh)
+    for slot, material in enumerate(scene.materials):
+        material.extras[model_export.SLOT] = slot
+    return scene
+
+
+def _section(m: model.Model, kind: type) -> bytes:
+    return model.write(model.Model(m.kind, [m._get(kind)]))
+
+
+def _export(scene, **options) -> bytes:
+    return files.model_bytes(scene, files.ModelExportOptions(**options))
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.name)
+def test_every_corpus_model_exports_unedited_to_its_own_bytes(path):
+    data = path.read_bytes()
+    assert _export(_scene(data)) == data
+
+
+@pytest.mark.corpus
+def test_every_model_inside_the_corpus_archives_exports_to_its_own_bytes():
+    members = _archive_models()
+    if not members:
+        pytest.skip("no corpus archives")
+    for name, data in members:
+        assert model.write(model.read(data, name)) == data, name
+        assert _export(_scene(data, name)) == data, name
+
+
+def test_a_texture_section_without_textures_keeps_its_header_offset_of_zero():
+    data = generated_bytes()
+    m = model.read(data)
+    m.tex1.headers, m.tex1.names, m.tex1.data = m.tex1.headers[:0], [], b""
+    m.tex1.headers_absent, m.tex1.gaps = True, None
+    written = model.write(m)
+    again = model.read(written)
+    assert again.tex1.headers_absent and len(again.tex1.headers) == 0
+    assert model.write(again) == written
+    at = again.offsets[type(again.tex1)]
+    assert written[at + 0x0C : at + 0x10] == bytes(4)
+
+
+def test_a_renamed_material_changes_the_name_table_only():
+    data = generated_bytes()
+    scene = _scene(data)
+    old = scene.materials[0].name
+    scene.materials[0].name = "renamed"
+    written = model.read(_export(scene))
+    original = model.read(data)
+    assert written.mat3.names[0] == "renamed" and old not in written.mat3.names
+    assert written.mat3.names[1:] == original.mat3.names[1:]
+    for kind in (model.INF1, model.VTX1, model.SHP1, model.JNT1, model.TEX1):
+        assert _section(written, kind) == _section(original, kind)
+
+
+def test_a_copy_of_a_material_is_a_new_slot_sharing_its_record():
+    data = generated_bytes()
+    scene = _scene(data)
+    copy = Material("copy", extras=dict(scene.materials[0].extras))  # a duplicate: its extras, a new name
+    scene.materials.append(copy)
+    written = model.read(_export(scene))
+    original = model.read(data)
+    assert written.mat3.names == [*original.mat3.names, "copy"]
+    assert written.mat3.remap[-1] == original.mat3.remap[0]
+
+
+def test_an_edited_image_is_encoded_again_in_its_format_and_the_others_keep_their_bytes():
+    path = support.corpus_file("j3d-models/ba.bdl")
+    data = path.read_bytes()
+    scene = _scene(data)
+    original = model.read(data)
+    image = scene.images[0]
+    index = image.extras["tex1_index"]
+    image.pixels = image.pixels.copy()
+    image.pixels[: image.height // 2, :, :3] = [255, 0, 0]
+    written = model.read(_export(scene))
+    header, before = written.tex1.headers[index], original.tex1.headers[index]
+    assert header["format"] == before["format"]
+    assert (header["width"], header["height"]) == (before["width"], before["height"])
+    decoded = tex1.decode(written.tex1, index)
+    assert decoded[0, 0, 0] > decoded[-1, 0, 0]  # the top half turned red
+    for other in range(len(original.tex1.headers)):
+        if other != index:
+            assert np.array_equal(tex1.decode(written.tex1, other), tex1.decode(original.tex1, other))
+    for kind in (model.INF1, model.VTX1, model.SHP1, model.MAT3):
+        assert _section(written, kind) == _section(original, kind)
+
+
+def test_image_format_option_encodes_every_image_in_that_format():
+    data = generated_bytes()
+    scene = _scene(data)
+    written = model.read(_export(scene, image_format="RGB5A3"))
+    assert set(written.tex1.headers["format"].tolist()) == {gx.RGB5A3}
+
+
+def test_a_bone_the_model_does_not_have_is_refused_by_name():
+    scene = _scene(generated_bytes())
+    skeleton = scene.skeletons[0]
+    skeleton.bone_names.append("tail")
+    skeleton.parents = np.append(skeleton.parents, 0).astype(np.int32)
+    with pytest.raises(ExportError, match="'tail'"):
+        _export(scene)
+
+
+def test_a_bone_with_another_parent_is_refused_by_name():
+    scene = _scene(generated_bytes())
+    skeleton = scene.skeletons[0]
+    skeleton.parents = skeleton.parents.copy()
+    skeleton.parents[2] = 0
+    with pytest.raises(ExportError, match=f"'{skeleton.bone_names[2]}'"):
+        _export(scene)
+
+
+def test_a_moved_vertex_changes_its_shape_and_keeps_the_others():
+    data = generated_bytes()
+    scene = _scene(data)
+    mesh = scene.meshes[1]
+    mesh.positions = mesh.positions.copy()
+    mesh.positions[0] += [0, 0, 0.5]
+    written = model.read(_export(scene))
+    again = model_convert.to_scene(written)
+    assert np.allclose(again.meshes[1].positions[0], mesh.positions[0], atol=1e-5)
+    assert np.array_equal(again.meshes[0].positions, scene.meshes[0].positions)
+    original = model.read(data)
+    assert geometry.decode_shape(written, 0).triangles.shape == geometry.decode_shape(original, 0).triangles.shape
+
+
+def test_a_shape_without_its_mesh_is_removed():
+    scene = _scene(generated_bytes())
+    scene.meshes.pop(0)
+    written = model.read(_export(scene))
+    assert len(written.shp1.remap) == 1
+
+
+def test_a_mesh_with_two_materials_is_refused_by_name():
+    scene = _scene(generated_bytes())
+    mesh = scene.meshes[0]
+    mesh.materials = [0, 1]
+    mesh.material_indices = np.arange(len(mesh.triangles), dtype=np.int32) % 2
+    with pytest.raises(ExportError, match="'shape0'"):
+        _export(scene)
+
+
+def test_the_file_name_asks_for_a_model_extension(tmp_path):
+    scene = _scene(generated_bytes())
+    with pytest.raises(ExportError, match="model.obj"):
+        files.save_model(scene, str(tmp_path / "model.obj"), files.ModelExportOptions())
+    assert not list(tmp_path.iterdir())
