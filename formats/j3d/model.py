@@ -49,6 +49,12 @@ class Layout:
     tails: dict[str, bytes] = field(default_factory=dict)  # bytes after a table up to the next (or the end)
     head: bytes = b""  # bytes between the header and the first table (or the end, without tables)
     starts: dict[str, int] = field(default_factory=dict, compare=False)  # section-relative, as read
+    sizes: dict[str, int] = field(default_factory=dict, compare=False)  # bytes of each table, as read
+
+    def alignment(self, name: str) -> int:
+        """The boundary a table started on as read (a power of two, at most 32; 4 when unknown)."""
+        start = self.starts.get(name)
+        return 4 if start is None else min(start & -start if start else 32, 32)
 
 
 def _spans(r: Reader, base: int, size: int, header: int, offsets: dict[str, int], tag: str):
@@ -90,6 +96,7 @@ class _Tables:
                 f"{self.tag} {name} needs {used} bytes but the next table starts after {end - start}",
                 self.base + start,
             )
+        self.layout.sizes[name] = used
         self.layout.tails[name] = self.r.data[self.base + start + used : self.base + end]
 
     def array(self, name: str, dtype, count: int, limit: int | None = None) -> np.ndarray:
@@ -107,6 +114,7 @@ class _Tables:
             return b""
         start, end = self.spans[name]
         self.layout.tails[name] = b""
+        self.layout.sizes[name] = end - start
         return self.r.data[self.base + start : self.base + end]
 
     def names(self, name: str, count: int) -> list[str]:
@@ -131,15 +139,28 @@ class _Assembler:
         self.order = layout.order or list(names)
 
     def put(self, tables: dict[str, bytes | None]) -> None:
-        """Tables in the layout's order; a new section leaves out its empty tables (offset 0)."""
-        for name in self.order:
-            data = tables.get(name)
-            if data is None or (not data and not self.layout.order):
-                continue
-            self.offsets[name] = len(self.body)
+        """Tables in the layout's order; a new section leaves out its empty tables (offset 0).
+
+        A table keeps the bytes that followed it only where it starts and ends as it was read;
+        an edited one is padded to the boundary the next table started on.
+        """
+        present = [name for name in self.order if self._present(tables.get(name))]
+        for k, name in enumerate(present):
+            data = tables[name]
+            start = len(self.body)
+            self.offsets[name] = start
             self.body += data
             tail = self.layout.tails.get(name)
-            self.body += aligned_padding(len(self.body), 4) if tail is None else tail
+            kept = self.layout.starts.get(name, start) == start and self.layout.sizes.get(
+                name, len(data)
+            ) == len(data)
+            if tail is None or not kept:
+                boundary = self.layout.alignment(present[k + 1]) if k + 1 < len(present) else 4
+                tail = aligned_padding(len(self.body), boundary)
+            self.body += tail
+
+    def _present(self, data: bytes | None) -> bool:
+        return data is not None and (bool(data) or bool(self.layout.order))
 
     def finish(self, magic: bytes, fields: bytes) -> bytes:
         self.body += aligned_padding(len(self.body), SECTION_ALIGN)

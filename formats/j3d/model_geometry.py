@@ -94,9 +94,8 @@ def decode_array(model: Model, attribute: int, filename: str = "<bytes>") -> np.
     components = _components(attribute, count)
     rows = len(data) // (dtype.itemsize * components)
     values = np.frombuffer(data, dtype, rows * components).reshape(rows, components).astype(np.float32)
-    if attribute in (NRM, NBT) and kind < 4:
-        shift = 6 if dtype.itemsize == 1 else 14
-    if kind < 4 and shift:
+    shift = stored_shift(attribute, kind, shift)
+    if shift:
         values *= np.float32(2.0**-shift)
     return values
 
@@ -123,6 +122,56 @@ def decode_colors(data: bytes, kind: int) -> np.ndarray:
         v = raw[:, 0] << 16 | raw[:, 1] << 8 | raw[:, 2]
         out[:, :] = (np.stack([v >> 18, v >> 12, v >> 6, v], axis=1) & 63) * 255 // 63
     return out.astype(np.uint8)
+
+
+def stored_shift(attribute: int, kind: int, shift: int) -> int:
+    """The fixed-point shift the hardware applies (normals: 6 or 14 whatever the file says)."""
+    if kind >= 4:
+        return 0
+    if attribute in (NRM, NBT):
+        return 6 if np.dtype(COMPONENT_TYPES[kind]).itemsize == 1 else 14
+    return shift
+
+
+def encode_array(values: np.ndarray, attribute: int, kind: int, shift: int) -> np.ndarray | None:
+    """Float values (N, components) as stored (the inverse of ``decode_array``): an (N, components)
+    array of the component type, or None when a value does not fit it. Normals use the file's
+    shift, as the game's tools wrote them (their length does not matter: readers normalise)."""
+    dtype = np.dtype(COMPONENT_TYPES[kind])
+    values = np.asarray(values, np.float64)
+    if kind == 4:
+        return values.astype(dtype)
+    raw = np.rint(values * 2.0**shift)
+    info = np.iinfo(dtype)
+    if attribute in (NRM, NBT):  # files scale unit normals by their own shift (15 is common): clip ±1
+        raw = np.clip(raw, info.min, info.max)
+    if len(raw) and (raw.min() < info.min or raw.max() > info.max or not np.isfinite(raw).all()):
+        return None
+    return raw.astype(dtype)
+
+
+def encode_colors(rgba: np.ndarray, kind: int) -> np.ndarray:
+    """(N, 4) uint8 RGBA in one of the six GX vertex colour formats: (N, bytes) uint8, the
+    inverse of ``decode_colors`` for every value it gives."""
+    c = np.asarray(rgba, np.uint32)
+    if kind in (1, 2, 5):  # RGB8, RGBX8, RGBA8
+        out = c[:, : COLOR_SIZES[kind]].copy()
+        if kind == 2:
+            out[:, 3] = 0xFF
+        return out.astype(np.uint8)
+
+    def bits(values: np.ndarray, n: int) -> np.ndarray:
+        top = (1 << n) - 1
+        return (values * top + 127) // 255
+
+    if kind == 0:  # RGB565
+        v = bits(c[:, 0], 5) << 11 | bits(c[:, 1], 6) << 5 | bits(c[:, 2], 5)
+        return np.stack([v >> 8, v & 0xFF], axis=1).astype(np.uint8)
+    if kind == 3:  # RGBA4
+        v = bits(c[:, 0], 4) << 12 | bits(c[:, 1], 4) << 8 | bits(c[:, 2], 4) << 4 | bits(c[:, 3], 4)
+        return np.stack([v >> 8, v & 0xFF], axis=1).astype(np.uint8)
+    v = bits(c[:, 0], 6) << 18 | bits(c[:, 1], 6) << 12 | bits(c[:, 2], 6) << 6 | bits(c[:, 3], 6)
+    return np.stack([v >> 16, v >> 8 & 0xFF, v & 0xFF], axis=1).astype(np.uint8)
 
 
 class Unsupported(Exception):
