@@ -59,7 +59,6 @@ def _record_for_export(scene, result) -> None:
 
     for slot, material in enumerate(result.materials):
         props.set_extras(material, {**props.get_extras(material), model_export.SLOT: slot})
-    bpy.context.view_layer.update()  # the meshes' world matrices follow their armature's
     skeleton = scene.skeletons[0]
     for obj in result.objects:
         mesh = extract_mesh(bpy.context, obj, obj.parent, skeleton, _Materials(), [])

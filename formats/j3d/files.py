@@ -294,12 +294,18 @@ def _fitting(scene: Scene, candidates: list[tuple[str, Callable[[], bytes]]]) ->
 
 IMAGE_FORMATS = (
     (model_export.ORIGINAL, "As Imported", "Each edited image in the GX format it had (new images: CMPR)"),
-    *((name, name, f"Every image encoded as {name} again") for name in ("CMPR", "RGB5A3", "RGBA8", "RGB565", "I8", "IA8", "C8")),
+    *(
+        (name, name, f"Every image encoded as {name} again")
+        for name in ("CMPR", "RGB5A3", "RGBA8", "RGB565", "I8", "IA8", "C8")
+    ),
 )
 
 
 @dataclass
-class ModelExportOptions:
+class ModelExportOptions(ModelOrientation):
+    """Forward / Up: how a model made in Blender turns into the file's Y-up space (an imported model's
+    armature carries its own conversion, and its armature space is the file's)."""
+
     image_format: str = option(
         model_export.ORIGINAL,
         "Image Format",
@@ -310,7 +316,7 @@ class ModelExportOptions:
 
 def model_bytes(scene: Scene, options: ModelExportOptions, filename: str = "<scene>") -> bytes:
     """The BMD/BDL bytes of a model's scene (``model_export.from_scene``): an archive's member as well."""
-    return model.write(model_export.from_scene(scene, options.image_format, filename))
+    return model.write(model_export.from_scene(scene, options.image_format, filename, options.axis()))
 
 
 def save_model(scene: Scene, path: str, options: ModelExportOptions) -> list[str]:

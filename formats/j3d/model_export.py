@@ -20,18 +20,20 @@ A scene without a kept model (made in Blender) becomes a new model (``model_writ
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 
 import numpy as np
 
+from ..curves import matrix_to_euler
 from ..errors import ExportError
-from ..scene import Image, Material, Mesh, Scene
+from ..scene import Image, Mesh, Scene, apply_matrix, axis_matrix, tree_order
 from ..textures import gx
-from . import materials, model_write
+from . import materials, model_build, model_convert, model_write
 from . import model_geometry as geometry
 from .mat3 import MAT3
 from .model import Model, read
-from .tex1 import BTI_SIZE, TEX1
+from .tex1 import BTI_DTYPE, BTI_SIZE, TEX1
 
 MODEL = "model"  # Scene extras: the model's bytes as imported
 GEOMETRY = "geometry"  # Mesh extras: mesh_digest of the mesh as built
@@ -42,8 +44,8 @@ INDIRECT_SIZE = 0x138  # one MAT3 indirect record per material slot
 
 
 def mesh_digest(mesh: Mesh) -> str:
-    """A digest of what a shape is made of: positions, triangles, normals, UV and colour layers,
-    skin and object matrix, bit for bit (the material is compared on its own)."""
+    """A digest of what a shape is made of: positions, triangles, normals, UV and colour layers and
+    skin, bit for bit (the material and the object's transform are compared on their own)."""
     digest = hashlib.sha1()
     layers = [("normals", mesh.normals), *[("uv", x) for x in mesh.uv_layers]]
     layers += [("color", x) for x in mesh.color_layers]
@@ -52,9 +54,10 @@ def mesh_digest(mesh: Mesh) -> str:
         ("triangles", mesh.triangles),
         ("joints", mesh.skin_joints),
         ("weights", mesh.skin_weights),
-        ("matrix", mesh.matrix),
     ]
-    arrays += [(f"{kind} {layer.name} {layer.domain}", layer.data) for kind, layer in layers if layer is not None]
+    arrays += [
+        (f"{kind} {layer.name} {layer.domain}", layer.data) for kind, layer in layers if layer is not None
+    ]
     for name, array in arrays:
         if array is None:
             digest.update(f"{name} none".encode())
@@ -69,11 +72,17 @@ def pixels_digest(pixels: np.ndarray) -> str:
     return hashlib.sha1(np.ascontiguousarray(pixels, np.uint8).tobytes()).hexdigest()
 
 
-def from_scene(scene: Scene, image_format: str = ORIGINAL, filename: str = "<scene>") -> Model:
-    """The model of a Scene: the kept one with the edits applied, or a new one."""
+def from_scene(
+    scene: Scene, image_format: str = ORIGINAL, filename: str = "<scene>", axis: np.ndarray | None = None
+) -> Model:
+    """The model of a Scene: the kept one with the edits applied, or a new one. ``axis`` (file →
+    Blender, default ``model_convert.AXES``) turns a new model's Blender space into the file's."""
     kept = scene.extras.get(MODEL)
     if kept is None:
-        return _new_model(scene, image_format, filename)
+        to_file = np.linalg.inv(
+            axis_matrix(*model_convert.AXES) if axis is None else np.asarray(axis, np.float64)
+        )
+        return _new_model(_transformed(scene, to_file), image_format, filename)
     model = read(kept, filename)
     _check_joints(model, scene, filename)
     bdl = model.raw(b"MDL3") is not None
@@ -83,7 +92,7 @@ def from_scene(scene: Scene, image_format: str = ORIGINAL, filename: str = "<sce
             f"{filename}: a new material: written as a BMD (a BDL's MDL3 display lists are made for its "
             "materials as they were)"
         )
-    _images(model, scene, image_format, filename)
+    _images(model, scene, image_format)
     _shapes(model, scene, slots, filename)
     return model
 
@@ -132,7 +141,10 @@ def _materials(model: Model, scene: Scene, filename: str) -> list[int]:
     slots = [s if isinstance(s, int) and 0 <= s < len(original) else -1 for s in slots]
     keeper: dict[int, int] = {}
     for i, slot in enumerate(slots):
-        if slot >= 0 and (slot not in keeper or scene.materials[i].name == original[slot] != scene.materials[keeper[slot]].name):
+        if slot >= 0 and (
+            slot not in keeper
+            or scene.materials[i].name == original[slot] != scene.materials[keeper[slot]].name
+        ):
             keeper[slot] = i
     for i, slot in enumerate(slots):
         if slot < 0:
@@ -143,7 +155,9 @@ def _materials(model: Model, scene: Scene, filename: str) -> list[int]:
             slots[i] = _copy_material(model, slot, scene.materials[i].name)
     repeated = sorted({n for n in mat3.names if mat3.names.count(n) > max(original.count(n), 1)})
     if repeated:
-        raise ExportError(f"{filename}: two materials are named {repeated[0]!r} (the game finds materials by name)")
+        raise ExportError(
+            f"{filename}: two materials are named {repeated[0]!r} (the game finds materials by name)"
+        )
     return slots
 
 
@@ -167,7 +181,7 @@ def _copy_material(model: Model, slot: int, name: str) -> int:
 # -- images -------------------------------------------------------------------------------
 
 
-def _images(model: Model, scene: Scene, image_format: str, filename: str) -> None:
+def _images(model: Model, scene: Scene, image_format: str) -> None:
     """Images whose pixels changed (no source bytes) encoded again into their TEX1 entries."""
     tex1 = model.tex1
     for image in scene.images:
@@ -178,7 +192,7 @@ def _images(model: Model, scene: Scene, image_format: str, filename: str) -> Non
             continue  # a placeholder for texels the import could not decode: kept as they are
         if image_format == ORIGINAL and image.extras.get(PIXELS) == pixels_digest(image.pixels):
             continue
-        _encode_image(tex1, index, image, image_format, filename)
+        _encode_image(tex1, index, image, image_format)
 
 
 def format_code(name: str) -> int:
@@ -189,12 +203,15 @@ def format_code(name: str) -> int:
     return codes[name]
 
 
-def _encode_image(tex1: TEX1, index: int, image: Image, image_format: str, filename: str) -> None:
+def _encode_image(tex1: TEX1, index: int, image: Image, image_format: str) -> None:
+    """Texture ``index`` encoded again from the image (as many mip levels as it had), its texels and
+    palette appended to the TEX1 data (textures sharing the old data keep it)."""
     header = tex1.headers[index]
     fmt = int(header["format"]) if image_format == ORIGINAL else format_code(image_format)
-    palette_format = int(header["palette_format"]) if fmt in gx.PALETTE_CAPACITY else None
-    if palette_format not in (None, *gx.TLUT_NAMES):
-        palette_format = gx.TLUT_RGB5A3
+    palette_format = None
+    if fmt in gx.PALETTE_CAPACITY:
+        kept = int(header["palette_format"]) if header["palette_count"] else None
+        palette_format = kept if kept in gx.TLUT_NAMES else gx.TLUT_RGB5A3
     levels = max(int(header["mip_count"]), 1)
     pixels = np.asarray(image.pixels, np.uint8)
     height, width = pixels.shape[:2]
@@ -252,7 +269,9 @@ def _shapes(model: Model, scene: Scene, slots: list[int], filename: str) -> None
         own = isinstance(shape, int) and 0 <= shape < count and shape not in seen
         if own:
             seen.add(shape)
-            if mesh.extras.get(GEOMETRY) == mesh_digest(mesh) and material == int(graph.shape_materials[shape]):
+            unmoved = mesh.matrix is None  # the object where the import put it
+            same = mesh.extras.get(GEOMETRY) == mesh_digest(mesh) and unmoved
+            if same and material == int(graph.shape_materials[shape]):
                 continue
             changed[shape] = shape_data(mesh, scene, material, filename)
         else:
@@ -266,7 +285,9 @@ def _shapes(model: Model, scene: Scene, slots: list[int], filename: str) -> None
 
 def _mesh_material(mesh: Mesh, scene: Scene, slots: list[int], filename: str) -> int:
     """The MAT3 slot of a mesh's material (one per shape)."""
-    used = sorted(set(np.asarray(mesh.material_indices if mesh.material_indices is not None else [0]).tolist()))
+    used = sorted(
+        set(np.asarray(mesh.material_indices if mesh.material_indices is not None else [0]).tolist())
+    )
     if not mesh.materials:
         raise ExportError(f"{filename}: mesh {mesh.name!r} has no material (give it one of the model's)")
     chosen = {mesh.materials[i] for i in used if i < len(mesh.materials)} or {mesh.materials[0]}
@@ -286,18 +307,9 @@ def _mesh_material(mesh: Mesh, scene: Scene, slots: list[int], filename: str) ->
 
 def shape_data(mesh: Mesh, scene: Scene, material: int, filename: str = "<scene>") -> model_write.ShapeData:
     """A Scene mesh as ``model_write.ShapeData``: the file's Y-up model space, per-corner layers."""
-    positions = np.asarray(mesh.positions, np.float64)
+    mesh = apply_matrix(mesh)  # the object's own transform, relative to the armature
     triangles = np.asarray(mesh.triangles, np.int64).reshape(-1, 3)
     corners = triangles.reshape(-1)
-    normals = None
-    if mesh.normals is not None:
-        normals = np.asarray(mesh.normals.data, np.float64)
-    if mesh.matrix is not None:  # the object's own transform, relative to the armature
-        matrix = np.asarray(mesh.matrix, np.float64)
-        positions = positions @ matrix[:3, :3].T + matrix[:3, 3]
-        if normals is not None:
-            normals = normals @ np.linalg.inv(matrix[:3, :3])
-            normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-12)
     joints, weights = mesh.skin_joints, mesh.skin_weights
     if joints is None or weights is None or not len(scene.skeletons):
         raise ExportError(f"{filename}: mesh {mesh.name!r} has no bone weights (weight it to the armature)")
@@ -316,11 +328,11 @@ def shape_data(mesh: Mesh, scene: Scene, material: int, filename: str = "<scene>
     if materials.uv_layer_name(0) not in uvs and mesh.uv_layers:  # a mesh made in Blender: its first map
         uvs[materials.uv_layer_name(0)] = per_corner(mesh.uv_layers[0]).astype(np.float32)
     return model_write.ShapeData(
-        positions=positions.astype(np.float32),
+        positions=np.asarray(mesh.positions, np.float32),
         triangles=triangles,
         joints=np.asarray(joints, np.int64),
         weights=np.asarray(weights, np.float32),
-        normals=None if normals is None else normals.astype(np.float32),
+        normals=None if mesh.normals is None else np.asarray(mesh.normals.data, np.float32),
         colors=[colors.get(materials.color_layer_name(k)) for k in range(2)],
         uvs=[uvs.get(materials.uv_layer_name(k)) for k in range(8)],
         material=material,
@@ -331,7 +343,9 @@ def shape_data(mesh: Mesh, scene: Scene, material: int, filename: str = "<scene>
 
 
 def _new_model(scene: Scene, image_format: str, filename: str) -> Model:
-    """A model made in Blender: its armature, meshes, materials and images through ``model_write``."""
+    """A model made in Blender: its armature's bones as joints, its meshes as shapes, the materials
+    they use (each showing the image of its first texture slot) and those images, through
+    ``model_write.new_model``."""
     if not scene.skeletons:
         raise ExportError(f"{filename}: a J3D model needs an armature (select it with its meshes)")
     if not scene.meshes:
@@ -341,10 +355,68 @@ def _new_model(scene: Scene, image_format: str, filename: str) -> Model:
     for k, index in enumerate(used):
         slots[index] = k
     shapes = [shape_data(m, scene, _mesh_material(m, scene, slots, filename), filename) for m in scene.meshes]
-    chosen: list[Material] = [scene.materials[i] for i in used]
+    chosen = [scene.materials[i] for i in used]
+    textured = [m.textures[0].image for m in chosen if m.textures]
+    if len(textured) not in (0, len(chosen)):
+        untextured = next(m.name for m in chosen if not m.textures)
+        raise ExportError(
+            f"{filename}: material {untextured!r} has no image texture (a new model's materials each show one)"
+        )
+    fmt = format_code("CMPR" if image_format == ORIGINAL else image_format)
+    textures = _new_textures([scene.images[i] for i in textured], fmt)
     return model_write.new_model(
-        scene.skeletons[0], shapes, chosen, scene.images, image_format=image_format, filename=filename
+        _joints(scene.skeletons[0], filename), shapes, [m.name for m in chosen], textures, filename=filename
     )
+
+
+def _joints(skeleton, filename: str) -> list:
+    """The bones as J3D joints (parents first): local translation, rotation (raw, XYZ) and scale."""
+    order = tree_order(skeleton.parents)
+    if order != list(range(len(order))) or (np.asarray(skeleton.parents) < 0).sum() != 1:
+        raise ExportError(
+            f"{filename}: armature {skeleton.name!r} needs one root bone and each bone after its parent"
+        )
+    local = skeleton.local_rest()
+    scale = np.linalg.norm(local[:, :3, :3], axis=1)
+    rotation = local[:, :3, :3] / np.where(scale > 0, scale, 1)[:, None, :]
+    angles = np.stack([matrix_to_euler(r[None])[0] for r in rotation])
+    raw = np.rint(angles / np.pi * 32768).astype(np.int64)
+    raw = (raw + 32768) % 65536 - 32768
+    return [
+        model_build.Joint(
+            name, int(parent), tuple(local[j, :3, 3]), tuple(int(v) for v in raw[j]), tuple(scale[j])
+        )
+        for j, (name, parent) in enumerate(zip(skeleton.bone_names, skeleton.parents, strict=True))
+    ]
+
+
+def _new_textures(images: list[Image], fmt: int) -> TEX1:
+    """A TEX1 of the images, each encoded in ``fmt`` (one level)."""
+    tex1 = TEX1(np.zeros(len(images), BTI_DTYPE), [i.name for i in images], b"")
+    for index, image in enumerate(images):
+        header = tex1.headers[index]
+        header["wrap_s"] = header["wrap_t"] = 1  # repeat
+        header["min_filter"] = header["mag_filter"] = 1  # linear
+        header["mip_count"] = 1
+        if image.pixels is None:
+            raise ExportError(f"image {image.name!r} has no pixels to encode")
+        _encode_image(tex1, index, image, gx.NAMES[fmt])
+    return tex1
+
+
+def _transformed(scene: Scene, matrix: np.ndarray) -> Scene:
+    """The scene with its skeletons' rests and its meshes (through their object matrices) turned by
+    ``matrix``."""
+    skeletons = [
+        dataclasses.replace(s, rest=matrix @ np.asarray(s.rest, np.float64)) for s in scene.skeletons
+    ]
+    meshes = [
+        dataclasses.replace(
+            m, matrix=matrix if m.matrix is None else matrix @ np.asarray(m.matrix, np.float64)
+        )
+        for m in scene.meshes
+    ]
+    return dataclasses.replace(scene, skeletons=skeletons, meshes=meshes)
 
 
 def _used(mesh: Mesh) -> list[int]:
@@ -352,4 +424,3 @@ def _used(mesh: Mesh) -> list[int]:
         return []
     indices = np.asarray(mesh.material_indices if mesh.material_indices is not None else [0])
     return sorted({int(i) for i in np.unique(indices) if i < len(mesh.materials)})
-
