@@ -73,7 +73,7 @@ def _skeleton(
     )
 
 
-def _normal_matrices(matrices: np.ndarray) -> np.ndarray:
+def normal_matrices(matrices: np.ndarray) -> np.ndarray:
     """Inverse transposes of the draw matrices' 3×3 (identity where singular)."""
     linear = matrices[:, :3, :3]
     singular = np.abs(np.linalg.det(linear)) < 1e-12
@@ -171,13 +171,11 @@ def to_scene(
     skin = geometry.draw_skin(model, world, filename)
     arrays = geometry.arrays(model, filename)
     shading = material_set.bmt_to_scene(BMT([model.mat3, model.tex1]), name, filename)
-    normal_matrices = _normal_matrices(skin.matrices)
+    turns = normal_matrices(skin.matrices)
     meshes, warnings = [], []
     for s in range(len(model.shp1.remap)):
         try:
-            meshes.append(
-                shape_mesh(model, s, arrays, skin, normal_matrices, int(graph.shape_materials[s]), filename)
-            )
+            meshes.append(shape_mesh(model, s, arrays, skin, turns, int(graph.shape_materials[s]), filename))
         except geometry.Unsupported as e:
             warnings.append(f"{name}: {e}: not imported")
     deform = np.zeros(len(world), bool)

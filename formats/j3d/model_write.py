@@ -64,9 +64,11 @@ from .model import (
     WEIGHTED,
     Model,
 )
+from .model_convert import normal_matrices
 
 MAX_INDEX = 0xFFFF  # a u16 array index
 MAX_WRITTEN_INFLUENCES = 8  # more joints per vertex than the game's tools ever wrote (5 seen)
+NORMAL_TOLERANCE = 2e-5  # per component: float32 noise of a reader's turned, normalised normal
 WEIGHT_DIGITS = 6  # weights equal to this many decimals are one envelope
 MULTI, SINGLE = 3, 0
 
@@ -210,8 +212,11 @@ class _Arrays:
         self.formats[at]["type"], self.formats[at]["shift"] = 4, 0
         self.rows[attribute] = rows.astype(">f4")
 
-    def index(self, attribute: int, values: np.ndarray, shape: str) -> np.ndarray:
-        """Indices of ``values`` (floats; colours (N, 4) uint8 RGBA) in the array, appending the new ones."""
+    def index(
+        self, attribute: int, values: np.ndarray, shape: str, prefer: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Indices of ``values`` (floats; colours (N, 4) uint8 RGBA) in the array, appending the new
+        ones; entries in ``prefer`` are looked at first."""
         stored = self._stored(attribute)
         entry = self.entry(attribute)
         kind, shift = int(entry["type"]), int(entry["shift"])
@@ -230,7 +235,13 @@ class _Arrays:
                 scale = max(float(np.abs(raw).max(initial=0)), float(np.abs(stored).max(initial=0)), 1.0)
                 tolerance = scale * 2.0**-18
         raw = raw.astype(stored.dtype)
-        found = _near(stored.astype(np.float64), raw.astype(np.float64), tolerance)
+        wanted = raw.astype(np.float64)
+        found = np.full(len(raw), -1, np.int64)
+        if prefer is not None and len(prefer):
+            hit = _near(stored[prefer].astype(np.float64), wanted, tolerance)
+            found = np.where(hit >= 0, prefer[hit], -1)
+        rest = found < 0
+        found[rest] = _near(stored.astype(np.float64), wanted[rest], tolerance)
         missing = found < 0
         if missing.any():
             new, inverse = np.unique(raw[missing], axis=0, return_inverse=True)
@@ -243,6 +254,60 @@ class _Arrays:
                 f"{shape}: the {name} array would need {found.max() + 1} entries (at most 65536)"
             )
         return found
+
+    def distinct(
+        self, attribute: int, values: np.ndarray, groups: np.ndarray, own: np.ndarray, shape: str
+    ) -> np.ndarray:
+        """Like ``index``, for vertices: a reader makes one vertex per (entry, draw matrix) in that
+        order, so two vertices of one group never share an entry, and where the array holds a
+        value more than once, each vertex takes the first copy that keeps the vertices in their
+        order, preferring the entries ``own`` (those the shape used before); a copy is appended
+        when none is free."""
+        found = self.index(attribute, values, shape, own)
+        rows = self.rows[attribute]
+        _, value_class = np.unique(rows, axis=0, return_inverse=True)
+        value_class = value_class.reshape(-1)
+        copies = np.bincount(value_class)
+        span = int(groups.max(initial=0)) + 1
+        key = found * span + groups
+        order = np.argsort(key, kind="stable")
+        repeat = np.zeros(len(key), bool)
+        repeat[order[1:]] = key[order[1:]] == key[order[:-1]]
+        choice = np.flatnonzero((copies[value_class[found]] > 1) | repeat)
+        if not len(choice):
+            return found
+        members: dict[int, list[int]] = {}
+        wanted = set(value_class[found[choice]].tolist())
+        ranked = np.lexsort((np.arange(len(value_class)), ~np.isin(np.arange(len(value_class)), own)))
+        for entry in ranked.tolist():
+            c = int(value_class[entry])
+            if c in wanted:
+                members.setdefault(c, []).append(entry)
+        taken = set((key[np.setdiff1d(np.arange(len(key)), choice)]).tolist())
+        for i in choice.tolist():
+            c, g = int(value_class[found[i]]), int(groups[i])
+            previous = int(found[i - 1]) * span + int(groups[i - 1]) if i else -1
+            free = [e for e in members[c] if e * span + g not in taken]
+            later = [e for e in free if e * span + g > previous]
+            if later or free:
+                found[i] = (later or free)[0]
+            else:  # every copy is some other vertex of this group: one more copy
+                found[i] = len(self.rows[attribute])
+                self.rows[attribute] = np.concatenate(
+                    [self.rows[attribute], self.rows[attribute][[members[c][0]]]]
+                )
+                members[c].append(int(found[i]))
+                self.changed.add(attribute)
+            taken.add(int(found[i]) * span + g)
+        return found
+
+    def decoded(self, attribute: int) -> np.ndarray | None:
+        """The existing rows as readers see them (float64), None without the array."""
+        if self.entry(attribute) is None:
+            return None
+        entry = self.entry(attribute)
+        rows = self._stored(attribute).astype(np.float64)
+        return rows * 2.0 ** -geometry.stored_shift(attribute, int(entry["type"]), int(entry["shift"]))
 
     def section(self) -> VTX1:
         arrays = dict(self.bytes)
@@ -259,11 +324,11 @@ def _rank(name: str) -> int:
     return ARRAY_ATTRIBUTES.index(int(name[5:]))
 
 
-def _used_entries(model: Model) -> dict[int, int]:
+def _used_entries(model: Model, shapes: list[geometry.ShapeGeometry]) -> dict[int, int]:
     """Per VTX1 attribute, how many entries the model's shapes use (positions: INF1's count)."""
     used: dict[int, int] = {}
-    for s in range(len(model.shp1.remap)):
-        for attribute, index in geometry.decode_shape(model, s).indices.items():
+    for shape in shapes:
+        for attribute, index in shape.indices.items():
             source = geometry.NRM if attribute == geometry.NBT else attribute
             used[source] = max(used.get(source, 0), int(index.max(initial=-1)) + 1)
     used[geometry.POS] = max(used.get(geometry.POS, 0), model.inf1.vertex_count)
@@ -522,6 +587,32 @@ def _slots(needed: list[set[int]]) -> list[tuple[list[int], dict[int, int]]]:
     return out
 
 
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    length = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(length > 0, length, 1)
+
+
+def _normal_indices(
+    arrays: _Arrays, normals: np.ndarray, corner_draw: np.ndarray, matrices: np.ndarray, shape: str
+) -> np.ndarray:
+    """NRM indices of model-space corner normals. An existing normal is reused when the reader would
+    turn it into the wanted one (compared where the reader compares: after its draw matrix, so
+    nearly flat joint scales lose nothing); others are turned back by Dᵀ (the inverse of the
+    reader's D⁻ᵀ) and appended."""
+    found = np.full(len(normals), -1, np.int64)
+    existing = arrays.decoded(geometry.NRM)
+    if existing is not None and len(existing):
+        turn = normal_matrices(matrices)
+        for d in np.unique(corner_draw).tolist():
+            at = np.flatnonzero(corner_draw == d)
+            found[at] = _near(_unit(existing[:, :3] @ turn[d].T), normals[at], NORMAL_TOLERANCE)
+    missing = np.flatnonzero(found < 0)
+    if len(missing):
+        turned = np.einsum("nji,nj->ni", matrices[corner_draw[missing], :3, :3], normals[missing])
+        found[missing] = arrays.index(geometry.NRM, _unit(turned), shape)
+    return found
+
+
 def _encode_shape(
     data: ShapeData,
     shape: str,
@@ -532,6 +623,7 @@ def _encode_shape(
     matrices: np.ndarray,
     old_record: np.void | None,
     old_descriptors: np.ndarray | None,
+    own_positions: np.ndarray,
 ) -> _Encoded:
     positions = np.asarray(data.positions, np.float64).reshape(-1, 3)
     triangles = np.asarray(data.triangles, np.int64).reshape(-1, 3)
@@ -543,14 +635,13 @@ def _encode_shape(
     if not np.isfinite(positions).all():
         raise ExportError(f"{shape}: a vertex position is not a number")
     draw = np.array([draw_of_key[k] for k in keys], np.int64)[key_of_vertex]  # per vertex
-    linear = matrices[:, :3, :3]
     inverse = np.linalg.pinv(matrices)
     stored = np.einsum("nij,nj->ni", inverse[draw, :3, :3], positions) + inverse[draw, :3, 3]
     # GX winding: each triangle clockwise from the front; corner c of the stream is corner `source` of the data.
     source = (np.arange(len(triangles))[:, None] * 3 + np.array([0, 2, 1])).reshape(-1)
     corner_vertex = triangles[:, [0, 2, 1]].reshape(-1)
     corner_draw = draw[corner_vertex]
-    columns = [corner_draw, arrays.index(geometry.POS, stored, shape)[corner_vertex]]
+    columns = [corner_draw, arrays.distinct(geometry.POS, stored, draw, own_positions, shape)[corner_vertex]]
     attributes = [geometry.POS]
     if data.normals is not None:
         normals = np.asarray(data.normals, np.float64).reshape(-1, 3)
@@ -565,10 +656,7 @@ def _encode_shape(
         entry = arrays.entry(geometry.NRM)
         if entry is not None and int(entry["count"]) != 0:
             raise ExportError(f"{shape}: the model's normals carry binormals and tangents (NBT), not written")
-        turned = np.einsum("nji,nj->ni", linear[corner_draw], normals)  # Dᵀ undoes the importer's D⁻ᵀ
-        length = np.linalg.norm(turned, axis=1, keepdims=True)
-        turned = turned / np.where(length > 0, length, 1)
-        columns.append(arrays.index(geometry.NRM, turned, shape))
+        columns.append(_normal_indices(arrays, normals, corner_draw, matrices, shape))
         attributes.append(geometry.NRM)
     for k, colors in enumerate(data.colors):
         if colors is not None:
@@ -747,7 +835,9 @@ def replace_shapes(
     staged = replace(model, sections=[sections.get(type(s), s) for s in model.sections])
     matrices = geometry.draw_skin(staged, world, filename).matrices
 
-    arrays = _Arrays(model, _used_entries(model))
+    decoded = [geometry.decode_shape(model, s, filename) for s in range(shape_count)]
+    arrays = _Arrays(model, _used_entries(model, decoded))
+    own = {s: np.unique(g.indices.get(geometry.POS, np.zeros(0, np.int64))) for s, g in enumerate(decoded)}
     old_records = model.shp1.shapes()
     encoded = {}
     for key, data, name in jobs:
@@ -761,6 +851,7 @@ def replace_shapes(
             matrices,
             old_records[key] if old else None,
             model.shp1.descriptor_list(key, filename) if old else None,
+            own[key] if old else np.zeros(0, np.int64),
         )
     order = [s for s in range(shape_count) if s not in removed] + [shape_count + k for k in range(len(added))]
     shp1, packet_count = _shp1(model, order, encoded, renumber)

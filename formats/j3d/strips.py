@@ -1,7 +1,18 @@
-"""Triangles → GX primitives for a display list.
+"""Triangles → GX primitives: triangle strips where triangles share edges, one triangle list for
+the rest.
 
-``display_list(triangles, records)`` writes one packet's triangles (GX winding: clockwise from
-the front) as primitives over the vertex records, ending with zero padding to 32 bytes.
+GX strips alternate winding: triangle k of a strip is (v[k], v[k+1], v[k+2]) for even k and
+(v[k], v[k+2], v[k+1]) for odd k, each clockwise from the front as the triangles are given. So
+the triangle after (…, p, q) is the one holding the directed edge q → p (the next one is odd) or
+p → q (even): a lookup of directed edges (numpy, sorted keys) finds it, and the walk follows the
+mesh greedily. Starts are taken in order of fewest neighbours first (the classic choice: strips
+begin at borders and leave no islands), each start tried with its three rotations and the
+longest walk kept. Strips of one triangle go into a single triangle list. A primitive holds at
+most 0xFFFF vertices (a longer strip is cut at an even triangle, the two shared vertices sent
+again).
+
+``display_list(triangles, records)`` writes one packet as display-list bytes; ``strip`` returns
+the primitives (opcode, vertex indices) for measuring.
 """
 
 from __future__ import annotations
@@ -19,6 +30,83 @@ def triangle_list(triangles: np.ndarray) -> list[tuple[int, np.ndarray]]:
     return [(TRIANGLES, flat[at : at + step]) for at in range(0, len(flat), step)]
 
 
+class _Edges:
+    """Directed edge (u → w) → a triangle holding it (and where in the triangle)."""
+
+    def __init__(self, triangles: np.ndarray):
+        self.span = int(triangles.max(initial=0)) + 1
+        starts = triangles.reshape(-1)
+        ends = np.roll(triangles, -1, axis=1).reshape(-1)
+        keys = starts * self.span + ends
+        self.order = np.argsort(keys, kind="stable")
+        self.keys = keys[self.order]
+        self.lookup = dict(zip(self.keys.tolist(), self.order.tolist(), strict=False))
+        # neighbours across each edge (w → u), for the start order
+        reverse = ends * self.span + starts
+        at = np.searchsorted(self.keys, reverse)
+        found = (at < len(self.keys)) & (self.keys[np.minimum(at, len(self.keys) - 1)] == reverse)
+        self.degree = found.reshape(-1, 3).sum(axis=1)
+
+    def across(self, u: int, w: int) -> int:
+        """A corner id (3·triangle + corner) whose edge is u → w, -1 when none."""
+        return self.lookup.get(u * self.span + w, -1)
+
+
+def _walk(
+    start: int, rotation: int, triangles: list, edges: _Edges, used: bytearray
+) -> tuple[list[int], list[int]]:
+    """The strip's vertices from ``start`` (its corners rotated by ``rotation``), forward, and its triangles."""
+    a, b, c = triangles[start][rotation:] + triangles[start][:rotation]
+    strip, taken = [a, b, c], [start]
+    used[start] = 2  # provisional: a walk never takes a triangle twice
+    while True:
+        p, q = strip[-2], strip[-1]
+        odd = len(strip) % 2 == 1  # the next triangle's index in the strip is len - 2
+        corner = edges.across(q, p) if odd else edges.across(p, q)
+        t = corner // 3
+        if corner < 0 or used[t]:
+            return strip, taken
+        strip.append(triangles[t][(corner % 3 + 2) % 3])  # the vertex off the shared edge
+        taken.append(t)
+        used[t] = 2
+
+
+def strip(triangles: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """Primitives (opcode, vertex indices) drawing ``triangles`` (clockwise from the front)."""
+    triangles = np.asarray(triangles, np.int64).reshape(-1, 3)
+    if not len(triangles):
+        return []
+    edges = _Edges(triangles)
+    listed = triangles.tolist()
+    used = bytearray(len(listed))
+    strips: list[list[int]] = []
+    singles: list[int] = []
+    for start in np.argsort(edges.degree, kind="stable").tolist():
+        if used[start]:
+            continue
+        best, best_taken = [], []
+        for rotation in range(3):
+            vertices, taken = _walk(start, rotation, listed, edges, used)
+            for t in taken:
+                used[t] = 0
+            if len(vertices) > len(best):
+                best, best_taken = vertices, taken
+        for t in best_taken:
+            used[t] = 1
+        if len(best) == 3:
+            singles.append(start)
+        else:
+            strips.append(best)
+    out: list[tuple[int, np.ndarray]] = []
+    for vertices in strips:
+        step = MAX_VERTICES - 1  # even: every piece starts on an even triangle
+        for at in range(0, len(vertices) - 2, step - 2):
+            out.append((STRIP, np.array(vertices[at : at + step], np.int64)))
+    if singles:
+        out += triangle_list(triangles[singles])
+    return out
+
+
 def encode(primitives: list[tuple[int, np.ndarray]], records: np.ndarray) -> bytes:
     """Primitives (opcode, vertex indices into ``records``) as display-list bytes, 32-byte padded."""
     out = bytearray()
@@ -29,4 +117,4 @@ def encode(primitives: list[tuple[int, np.ndarray]], records: np.ndarray) -> byt
 
 
 def display_list(triangles: np.ndarray, records: np.ndarray) -> bytes:
-    return encode(triangle_list(triangles), records)
+    return encode(strip(triangles), records)
