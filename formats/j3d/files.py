@@ -314,13 +314,27 @@ class ModelExportOptions(ModelOrientation):
     )
 
 
-def model_bytes(scene: Scene, options: ModelExportOptions, filename: str = "<scene>") -> bytes:
-    """The BMD/BDL bytes of a model's scene (``model_export.from_scene``): an archive's member as well."""
-    return model.write(model_export.from_scene(scene, options.image_format, filename, options.axis()))
+def model_bytes(
+    scene: Scene, options: ModelExportOptions, filename: str = "<scene>", as_bmd: bool = False
+) -> bytes:
+    """The BMD/BDL bytes of a model's scene (``model_export.from_scene``): an archive's member as well.
+    ``as_bmd``: a BDL is written as a BMD (without its MDL3 section)."""
+    built = model_export.from_scene(scene, options.image_format, filename, options.axis())
+    if as_bmd:
+        model_export.as_bmd(built)
+    return model.write(built)
 
 
 def save_model(scene: Scene, path: str, options: ModelExportOptions) -> list[str]:
-    """Write the scene's model at ``path`` (.bmd or .bdl); nothing is written on error."""
-    if os.path.splitext(path)[1].lower() not in MODEL_EXTENSIONS:
+    """Write the scene's model at ``path``: a .bmd name writes a BMD; a .bdl name writes the model's own
+    kind (a model without MDL3 stays a BMD inside, as the game's loader reads either). Nothing is
+    written on error."""
+    extension = os.path.splitext(path)[1].lower()
+    if extension not in MODEL_EXTENSIONS:
         raise ExportError(f"{os.path.basename(path)}: name the file .bmd or .bdl")
-    return write_files({path: model_bytes(scene, options, path)})
+    data = model_bytes(scene, options, path, as_bmd=extension == ".bmd")
+    if extension == ".bdl" and data[4:8] != b"bdl4":
+        scene.warnings.append(
+            f"{os.path.basename(path)}: written as a BMD (no MDL3 display lists for its materials)"
+        )
+    return write_files({path: data})

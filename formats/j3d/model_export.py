@@ -85,13 +85,7 @@ def from_scene(
         return _new_model(_transformed(scene, to_file), image_format, filename)
     model = read(kept, filename)
     _check_joints(model, scene, filename)
-    bdl = model.raw(b"MDL3") is not None
     slots = _materials(model, scene, filename)
-    if bdl and model.raw(b"MDL3") is None:
-        scene.warnings.append(
-            f"{filename}: a new material: written as a BMD (a BDL's MDL3 display lists are made for its "
-            "materials as they were)"
-        )
     _images(model, scene, image_format)
     _shapes(model, scene, slots, filename)
     return model
@@ -171,11 +165,16 @@ def _copy_material(model: Model, slot: int, name: str) -> int:
     if indirect is not None and len(indirect) >= used:  # one record per slot: the new slot's after the last
         record = indirect[INDIRECT_SIZE * slot : INDIRECT_SIZE * (slot + 1)]
         mat3.tables["indirect"] = indirect[:used] + record + indirect[used:]
+    as_bmd(model)  # MDL3's per-material display lists no longer match MAT3: the game builds them
+    return len(mat3.names) - 1
+
+
+def as_bmd(model: Model) -> None:
+    """A BDL becomes a BMD: its MDL3 section (precompiled material display lists) is left out."""
     mdl3 = model.raw(b"MDL3")
-    if mdl3 is not None:  # its per-material display lists no longer match MAT3: the game builds them
+    if mdl3 is not None:
         model.sections.remove(mdl3)
         model.kind = b"bmd3"
-    return len(mat3.names) - 1
 
 
 # -- images -------------------------------------------------------------------------------

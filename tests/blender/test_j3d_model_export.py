@@ -11,13 +11,14 @@ import bpy
 import numpy as np
 import pytest
 import retro_models
+import structure
 from j3d_model_fixtures import generated_bytes
 from retro_models.formats import archives
 from retro_models.formats.errors import ExportError
 from retro_models.formats.j3d import files, model, model_convert, tex1
 from retro_models.formats.scene import Mesh, Scene, Skeleton
 from retro_models.operators.blender.build import build_scene
-from support import corpus_files, data_counts
+from support import corpus_file, corpus_files, data_counts
 
 MODELS = corpus_files("j3d*/*.bmd") + corpus_files("j3d*/*.bdl")
 ARCHIVES = corpus_files("j3d*/*.arc")
@@ -104,6 +105,41 @@ def test_a_moved_vertex_moves_and_every_other_mesh_keeps_its_values(empty_scene,
     assert np.array_equal(untouched_after.triangles, untouched_before.triangles)
     assert np.array_equal(untouched_after.skin_weights, untouched_before.skin_weights)
     assert np.array_equal(untouched_after.uv_layers[0].data, untouched_before.uv_layers[0].data)
+
+
+@pytest.mark.corpus
+def test_a_corpus_model_edited_every_way_keeps_the_games_rules_and_the_untouched_shapes(empty_scene, tmp_path):
+    """ma_mdl1 (skinned, from the Sunshine archive): one mesh moved, one re-weighted, one deleted and one
+    duplicated; every other shape keeps its values, and the file keeps the loader's structural rules."""
+    path = corpus_file("j3d-models/SunshineMario.arc")
+    armature = _import(path, model="ma_mdl1")
+    data = archives.unwrap(
+        next(m for m in archives.read_archive(path.read_bytes(), str(path)).members() if m.path.endswith("ma_mdl1.bmd")).data,
+        "ma_mdl1.bmd",
+    )
+    meshes = _meshes(armature)
+    moved, reweighted, deleted, duplicated = (meshes[f"shape{i}"] for i in (0, 1, 2, 3))
+    moved.data.vertices[0].co.x += 5.0
+    group = reweighted.vertex_groups[0]
+    group.add([v.index for v in reweighted.data.vertices], 1.0, "REPLACE")
+    bpy.data.objects.remove(deleted)
+    copy = duplicated.copy()
+    copy.data = duplicated.data.copy()
+    bpy.context.scene.collection.objects.link(copy)
+    out = tmp_path / "ma_mdl1.bmd"
+    retro_models.export_file(bpy.context, str(out))
+    written = out.read_bytes()
+    assert structure.problems(written) == []
+    before = model_convert.to_scene(model.read(data))
+    after = model_convert.to_scene(model.read(written))
+    # Shape 2 is gone (the others move up one), the copy of shape 3 comes last.
+    assert len(after.meshes) == len(before.meshes)
+    kept = [m for m in before.meshes if m.name not in ("shape0", "shape1", "shape2")]
+    for old, new in zip(kept, after.meshes[2:-1], strict=True):
+        assert np.array_equal(old.positions, new.positions), old.name
+        assert np.array_equal(old.skin_weights, new.skin_weights), old.name
+    assert np.allclose(_sorted_rows(after.meshes[-1].positions), _sorted_rows(before.meshes[3].positions), atol=1e-4)
+    assert np.isclose(after.meshes[0].positions[:, 0].max(), max(before.meshes[0].positions[:, 0].max(), moved.data.vertices[0].co.x), atol=1e-3)
 
 
 def test_a_renamed_material_goes_into_the_name_table(empty_scene, tmp_path):

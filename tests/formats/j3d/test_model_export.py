@@ -1,10 +1,12 @@
 """The J3D model export without Blender: a model's scene (as the import gives it, with the digests the
 Blender side records) back to the model's bytes, and each kind of edit changing only what it edits."""
 
+import dataclasses
 import os
 
 import numpy as np
 import pytest
+import structure
 import support
 from j3d_model_fixtures import generated_bytes
 from retro_models.formats import archives
@@ -38,7 +40,7 @@ def _scene(data: bytes, name: str = "model"):
 
 
 def _section(m: model.Model, kind: type) -> bytes:
-    return model.write(model.Model(m.kind, [m._get(kind)]))
+    return model.write(model.Model(b"bmd3", [m._get(kind)]))
 
 
 def _export(scene, **options) -> bytes:
@@ -187,3 +189,36 @@ def test_the_file_name_asks_for_a_model_extension(tmp_path):
     with pytest.raises(ExportError, match="model.obj"):
         files.save_model(scene, str(tmp_path / "model.obj"), files.ModelExportOptions())
     assert not list(tmp_path.iterdir())
+
+
+def test_a_bdl_named_bmd_is_written_without_mdl3_and_a_copied_material_drops_it_too(tmp_path):
+    data = support.corpus_file("j3d-models/ba.bdl").read_bytes()
+    original = model.read(data)
+    files.save_model(_scene(data), str(tmp_path / "ba.bmd"), files.ModelExportOptions())
+    written = model.read((tmp_path / "ba.bmd").read_bytes())
+    assert written.kind == b"bmd3" and written.raw(b"MDL3") is None
+    assert structure.problems((tmp_path / "ba.bmd").read_bytes()) == []
+    for kind in (model.INF1, model.VTX1, model.SHP1, model.MAT3, model.TEX1):
+        assert _section(written, kind) == _section(original, kind)
+    scene = _scene(data)
+    scene.materials.append(Material("copy", extras=dict(scene.materials[0].extras)))
+    files.save_model(scene, str(tmp_path / "ba.bdl"), files.ModelExportOptions())
+    assert model.read((tmp_path / "ba.bdl").read_bytes()).kind == b"bmd3"
+    assert any("written as a BMD" in w for w in scene.warnings)
+
+
+@pytest.mark.parametrize("edit", ["move", "remove", "add"])
+def test_edited_models_keep_the_loaders_structural_rules(edit):
+    scene = _scene(support.corpus_file("j3d-models/ba.bdl").read_bytes())
+    shapes = len(scene.meshes)
+    if edit == "move":
+        scene.meshes[1].positions = scene.meshes[1].positions * 2
+    elif edit == "remove":
+        scene.meshes.pop(1)
+    else:
+        added = dataclasses.replace(scene.meshes[0], extras={})
+        scene.meshes.append(added)
+    written = _export(scene)
+    assert structure.problems(written) == []
+    count = {"move": shapes, "remove": shapes - 1, "add": shapes + 1}[edit]
+    assert len(model.read(written).shp1.remap) == count
