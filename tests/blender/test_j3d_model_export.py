@@ -16,8 +16,8 @@ from j3d_model_fixtures import generated_bytes
 from retro_models.formats import archives
 from retro_models.formats.errors import ExportError
 from retro_models.formats.j3d import files, model, model_convert, tex1
-from retro_models.formats.scene import Mesh, Scene, Skeleton
-from retro_models.operators.blender.build import build_scene
+from retro_models.formats.scene import axis_matrix
+from retro_models.operators.blender import compat
 from support import corpus_file, corpus_files, data_counts
 
 MODELS = corpus_files("j3d*/*.bmd") + corpus_files("j3d*/*.bdl")
@@ -79,6 +79,21 @@ def test_every_model_of_the_corpus_archives_exports_unedited_byte_identical(empt
         assert out.read_bytes() == archives.unwrap(member.data, member.path), member.path
 
 
+@pytest.mark.corpus
+def test_a_model_posed_and_taken_through_edit_mode_unedited_exports_byte_identical(empty_scene, tmp_path):
+    path = corpus_file("j3d-models/zl.bdl")
+    armature = _import(path)
+    armature.pose.bones[1].rotation_quaternion = (0.7, 0.7, 0, 0)  # the pose is not the model
+    for obj in _meshes(armature).values():
+        bpy.context.view_layer.objects.active = obj
+        bpy.ops.object.mode_set(mode="EDIT")
+        bpy.ops.object.mode_set(mode="OBJECT")
+    _select(armature)
+    out = tmp_path / "zl.bdl"
+    retro_models.export_file(bpy.context, str(out))
+    assert out.read_bytes() == path.read_bytes()
+
+
 def test_the_export_is_in_the_menu_and_offers_the_models_name(empty_scene, tmp_path):
     assert hasattr(bpy.types, "EXPORT_SCENE_OT_j3d_model")
     from retro_models.operators import j3d_model
@@ -108,13 +123,19 @@ def test_a_moved_vertex_moves_and_every_other_mesh_keeps_its_values(empty_scene,
 
 
 @pytest.mark.corpus
-def test_a_corpus_model_edited_every_way_keeps_the_games_rules_and_the_untouched_shapes(empty_scene, tmp_path):
+def test_a_corpus_model_edited_every_way_keeps_the_games_rules_and_the_untouched_shapes(
+    empty_scene, tmp_path
+):
     """ma_mdl1 (skinned, from the Sunshine archive): one mesh moved, one re-weighted, one deleted and one
     duplicated; every other shape keeps its values, and the file keeps the loader's structural rules."""
     path = corpus_file("j3d-models/SunshineMario.arc")
     armature = _import(path, model="ma_mdl1")
     data = archives.unwrap(
-        next(m for m in archives.read_archive(path.read_bytes(), str(path)).members() if m.path.endswith("ma_mdl1.bmd")).data,
+        next(
+            m
+            for m in archives.read_archive(path.read_bytes(), str(path)).members()
+            if m.path.endswith("ma_mdl1.bmd")
+        ).data,
         "ma_mdl1.bmd",
     )
     meshes = _meshes(armature)
@@ -138,8 +159,41 @@ def test_a_corpus_model_edited_every_way_keeps_the_games_rules_and_the_untouched
     for old, new in zip(kept, after.meshes[2:-1], strict=True):
         assert np.array_equal(old.positions, new.positions), old.name
         assert np.array_equal(old.skin_weights, new.skin_weights), old.name
-    assert np.allclose(_sorted_rows(after.meshes[-1].positions), _sorted_rows(before.meshes[3].positions), atol=1e-4)
-    assert np.isclose(after.meshes[0].positions[:, 0].max(), max(before.meshes[0].positions[:, 0].max(), moved.data.vertices[0].co.x), atol=1e-3)
+    assert np.allclose(
+        _sorted_rows(after.meshes[-1].positions), _sorted_rows(before.meshes[3].positions), atol=1e-4
+    )
+    assert np.isclose(
+        after.meshes[0].positions[:, 0].max(),
+        max(before.meshes[0].positions[:, 0].max(), moved.data.vertices[0].co.x),
+        atol=1e-3,
+    )
+
+
+def test_a_new_mesh_weighted_to_a_bone_with_a_models_material_becomes_a_new_shape(empty_scene, tmp_path):
+    source = _generated(tmp_path)
+    armature = _import(source)
+    material = _meshes(armature)["shape1"].data.materials[0]
+    bpy.ops.mesh.primitive_cube_add(size=0.5)
+    cube = bpy.context.active_object
+    cube.parent = armature
+    cube.modifiers.new("Armature", "ARMATURE").object = armature
+    cube.vertex_groups.new(name="hand").add(list(range(8)), 1.0, "REPLACE")
+    cube.data.materials.append(material)
+    _select(armature)
+    out = tmp_path / "cube.bmd"
+    retro_models.export_file(bpy.context, str(out))
+    data = out.read_bytes()
+    original, written = model.read(source.read_bytes()), model.read(data)
+    assert len(written.shp1.remap) == 3
+    again = model_convert.to_scene(written)
+    cube_mesh = again.meshes[2]
+    assert len(cube_mesh.triangles) == 12
+    assert set(np.unique(cube_mesh.skin_joints[cube_mesh.skin_weights > 0]).tolist()) == {2}  # "hand"
+    assert np.allclose(np.abs(cube_mesh.positions - cube_mesh.positions.mean(axis=0)), 0.25, atol=1e-4)
+    for index in (0, 1):  # the imported shapes are as they were
+        assert np.array_equal(
+            again.meshes[index].positions, model_convert.to_scene(original).meshes[index].positions
+        )
 
 
 def test_a_renamed_material_goes_into_the_name_table(empty_scene, tmp_path):
@@ -212,64 +266,68 @@ def test_an_added_bone_is_refused_by_name_and_nothing_is_written(empty_scene, tm
     assert out.read_bytes() == b"kept"
 
 
-def _scratch_scene() -> Scene:
-    """Two bones and a textured quad pair skinned to them, as someone would make them in Blender."""
-    rest = np.tile(np.eye(4), (2, 1, 1))
-    rest[1, :3, 3] = (0, 1, 0)
-    skeleton = Skeleton("Rig", ["root", "top"], np.array([-1, 0], np.int32), rest)
-    positions = np.array([[0, 0, 0], [1, 0, 0], [1, 2, 0], [0, 2, 0]], np.float32)
-    mesh = Mesh(
-        "quad",
-        positions,
-        np.array([[0, 1, 2], [0, 2, 3]], np.int32),
-        material_indices=np.zeros(2, np.int32),
-        materials=[0],
-        skeleton=0,
-        skin_joints=np.array([[0, 1], [0, 1], [1, 0], [1, 0]], np.int32),
-        skin_weights=np.array([[1, 0], [0.5, 0.5], [1, 0], [1, 0]], np.float32),
-    )
-    from retro_models.formats.scene import Image, Layer, Material, TextureSlot
+def _made_in_blender():
+    """An armature of two bones, a quad weighted to them (one vertex shared half and half) with a UV map,
+    and a material showing an 8 × 8 image: what someone makes in Blender, Z up."""
+    armature = bpy.data.objects.new("Rig", bpy.data.armatures.new("Rig"))
+    bpy.context.scene.collection.objects.link(armature)
+    _select(armature)
+    bpy.ops.object.mode_set(mode="EDIT")
+    root = armature.data.edit_bones.new("root")
+    root.head, root.tail = (0, 0, 0), (0, 0, 1)
+    top = armature.data.edit_bones.new("top")
+    top.head, top.tail, top.parent = (0, 0, 1), (0, 0, 2), root
+    bpy.ops.object.mode_set(mode="OBJECT")
+    mesh = bpy.data.meshes.new("quad")
+    mesh.from_pydata([(0, 0, 0), (1, 0, 0), (1, 0, 2), (0, 0, 2)], [], [(0, 1, 2), (0, 2, 3)])
+    uv = mesh.uv_layers.new(name="UVMap")
+    uv.data.foreach_set("uv", np.array([[0, 0], [1, 0], [1, 1], [0, 0], [1, 1], [0, 1]], np.float32).ravel())
+    obj = bpy.data.objects.new("quad", mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    obj.parent = armature
+    obj.modifiers.new("Armature", "ARMATURE").object = armature
+    obj.vertex_groups.new(name="root").add([0, 1], 1.0, "REPLACE")
+    obj.vertex_groups["root"].add([1], 0.5, "REPLACE")
+    obj.vertex_groups.new(name="top").add([1], 0.5, "REPLACE")
+    obj.vertex_groups["top"].add([2, 3], 1.0, "REPLACE")
+    image = bpy.data.images.new("green", 8, 8, alpha=True)
+    pixels = np.zeros((8, 8, 4), np.float32)
+    pixels[..., 1] = np.arange(8)[:, None] / 7
+    pixels[..., 3] = 1
+    image.pixels.foreach_set(pixels.ravel())
+    material = compat.new_material("painted")
+    texture = material.node_tree.nodes.new("ShaderNodeTexImage")
+    texture.image = image
+    bsdf = next(n for n in material.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
+    material.node_tree.links.new(texture.outputs["Color"], bsdf.inputs["Base Color"])
+    mesh.materials.append(material)
+    _select(armature)
+    return obj, pixels
 
-    mesh.uv_layers = [
-        Layer("UVMap", np.array([[0, 0], [1, 0], [1, 1], [0, 0], [1, 1], [0, 1]], np.float32), "CORNER")
-    ]
-    pixels = np.zeros((8, 8, 4), np.uint8)
-    pixels[..., 1] = np.arange(8)[:, None] * 32
-    pixels[..., 3] = 255
-    image = Image("green", pixels, 8, 8)
-    material = Material("painted", textures=[TextureSlot(0, uv_layer="UVMap")])
-    return Scene("scratch", [skeleton], [mesh], [material], [image])
 
-
-def test_a_model_made_from_scratch_reads_back_with_its_geometry_weights_and_texture(empty_scene, tmp_path):
-    scene = _scratch_scene()
-    result = build_scene(scene, bpy.context, collection_name="made in blender")
-    armature = _select(result.armatures[0])
-    for key in [k for k in result.collection.keys()]:  # nothing of an import: made in Blender
-        del result.collection[key]
+def test_a_model_made_in_blender_reads_back_with_its_geometry_weights_and_texture(empty_scene, tmp_path):
+    obj, pixels = _made_in_blender()
     out = tmp_path / "scratch.bmd"
-    retro_models.export_file(bpy.context, str(out))
-    again = model_convert.to_scene(model.read(out.read_bytes(), str(out)))
+    report = retro_models.export_file(bpy.context, str(out))
+    assert report.paths == [str(out)]
+    data = out.read_bytes()
+    assert structure.problems(data) == []
+    again = model_convert.to_scene(model.read(data, str(out)))
     assert again.skeletons[0].bone_names == ["root", "top"]
+    assert list(again.skeletons[0].parents) == [-1, 0]
     (mesh,) = again.meshes
-    expected = scene.meshes[0]
-    corners = mesh.positions[mesh.triangles.reshape(-1)]
-    assert np.allclose(
-        np.sort(corners, axis=0),
-        np.sort(expected.positions[expected.triangles.reshape(-1)], axis=0),
-        atol=1e-5,
-    )
+    # Blender's Z-up turns into the file's Y-up (Forward / Up default −Z / Y).
+    blender = np.array([v.co for v in obj.data.vertices], np.float64)
+    expected = (np.linalg.inv(axis_matrix(*model_convert.AXES))[:3, :3] @ blender.T).T
+    assert np.allclose(_sorted_rows(mesh.positions), _sorted_rows(expected), atol=1e-4)
+    assert len(mesh.triangles) == 2
     dense = np.zeros((len(mesh.positions), 2))
-    np.add.at(
-        dense,
-        (np.arange(len(mesh.positions))[:, None].repeat(mesh.skin_joints.shape[1], 1), mesh.skin_joints),
-        mesh.skin_weights,
-    )
-    by_position = {tuple(np.round(p, 4)): d for p, d in zip(mesh.positions, dense)}
-    assert np.allclose(by_position[(1.0, 0.0, 0.0)], [0.5, 0.5], atol=1e-3)
-    assert np.allclose(by_position[(0.0, 2.0, 0.0)], [0.0, 1.0], atol=1e-3)
-    assert (
-        again.images[0].width == 8
-        and np.abs(again.images[0].pixels[..., 1].astype(int) - scene.images[0].pixels[..., 1]).max() <= 16
-    )
-    assert armature.name
+    np.add.at(dense, (np.arange(len(mesh.positions))[:, None], mesh.skin_joints), mesh.skin_weights)
+    for position, weights in ((expected[1], [0.5, 0.5]), (expected[0], [1, 0]), (expected[3], [0, 1])):
+        found = np.flatnonzero(np.abs(mesh.positions - position).max(axis=1) < 1e-4)
+        assert len(found) and np.allclose(dense[found[0]], weights, atol=1e-3)
+    (image,) = again.images
+    assert (image.width, image.height) == (8, 8)
+    green = np.round(pixels[::-1, :, 1] * 255)  # the Scene's first row is the image's top
+    assert np.abs(image.pixels[..., 1].astype(float) - green).max() <= 16  # CMPR's precision
+    assert mesh.uv_layers and np.allclose(np.sort(np.unique(mesh.uv_layers[0].data, axis=0), axis=0).min(), 0)

@@ -204,10 +204,24 @@ def _check_shp1(shp1: bytes, arrays: dict[int, int], draws: int, out: list[str])
                     out.append(f"SHP1 shape {s} packet {p}: slot {k} = draw matrix {value} of {draws}")
                 else:
                     loaded[k] = value
-            size, offset = _u32(shp1, packets_at + 8 * (first_packet + p)), _u32(shp1, packets_at + 8 * (first_packet + p) + 4)
+            size, offset = (
+                _u32(shp1, packets_at + 8 * (first_packet + p)),
+                _u32(shp1, packets_at + 8 * (first_packet + p) + 4),
+            )
             if size % 32 or offset % 32:
-                out.append(f"SHP1 shape {s} packet {p}: display list size {size} offset {offset} not 32-byte multiples")
-            _check_list(shp1[lists_at + offset : lists_at + offset + size], fields, sizes, stride, slot_count, arrays, f"SHP1 shape {s} packet {p}", out)
+                out.append(
+                    f"SHP1 shape {s} packet {p}: display list size {size} offset {offset} not 32-byte multiples"
+                )
+            _check_list(
+                shp1[lists_at + offset : lists_at + offset + size],
+                fields,
+                sizes,
+                stride,
+                slot_count,
+                arrays,
+                f"SHP1 shape {s} packet {p}",
+                out,
+            )
     return packets
 
 
@@ -238,7 +252,9 @@ def _check_list(block: bytes, fields, sizes, stride, slots, arrays, where, out) 
                 elif kind_ in (2, 3):
                     source = 10 if attribute == 25 else attribute
                     if value >= arrays.get(source, 0):
-                        out.append(f"{where}: attribute {attribute} index {value} past its array ({arrays.get(source, 0)})")
+                        out.append(
+                            f"{where}: attribute {attribute} index {value} past its array ({arrays.get(source, 0)})"
+                        )
                         return
         at += n * stride
     if any(block[at:]):

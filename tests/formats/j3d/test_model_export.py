@@ -222,3 +222,25 @@ def test_edited_models_keep_the_loaders_structural_rules(edit):
     assert structure.problems(written) == []
     count = {"move": shapes, "remove": shapes - 1, "add": shapes + 1}[edit]
     assert len(model.read(written).shp1.remap) == count
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.name)
+def test_every_edited_texture_keeps_its_format_size_and_mip_levels(path):
+    data = path.read_bytes()
+    scene = _scene(data)
+    for image in scene.images:
+        if image.pixels is not None:
+            image.pixels = image.pixels.copy()
+            image.pixels[..., :3] = 255 - image.pixels[..., :3]  # every colour changed, alpha kept
+    written_bytes = _export(scene)
+    original, written = model.read(data), model.read(written_bytes)
+    fields = ["format", "width", "height", "mip_count", "palette_format", "wrap_s", "min_filter"]
+    for name in fields:
+        assert np.array_equal(written.tex1.headers[name], original.tex1.headers[name]), name
+    assert structure.problems(written_bytes) == []
+    for index, image in enumerate(scene.images):
+        decoded = tex1.decode(written.tex1, image.extras["tex1_index"])
+        grey = decoded[..., :3].astype(int).mean(axis=-1)
+        wanted = image.pixels[..., :3].astype(int).mean(axis=-1)
+        assert np.abs(grey - wanted).mean() < 24, (index, image.source_format)
