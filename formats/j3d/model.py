@@ -132,8 +132,12 @@ class _Tables:
 class _Assembler:
     """Lays a section out again: header, then the tables in order, each followed by its tail."""
 
-    def __init__(self, header: int, layout: Layout, names: tuple[str, ...]):
+    def __init__(
+        self, header: int, layout: Layout, names: tuple[str, ...], boundaries: dict[str, int] | None = None
+    ):
+        """``boundaries``: tables the hardware needs on a wider boundary than 4 (display lists: 32)."""
         self.header, self.layout = header, layout
+        self.boundaries = boundaries or {}
         self.body = bytearray(header) + layout.head
         self.offsets = dict.fromkeys(names, 0)
         self.order = layout.order or list(names)
@@ -155,7 +159,12 @@ class _Assembler:
                 name, len(data)
             ) == len(data)
             if tail is None or not kept:
-                boundary = self.layout.alignment(present[k + 1]) if k + 1 < len(present) else 4
+                following = present[k + 1] if k + 1 < len(present) else ""
+                boundary = (
+                    max(self.layout.alignment(following), self.boundaries.get(following, 4))
+                    if following
+                    else 4
+                )
                 tail = aligned_padding(len(self.body), boundary)
             self.body += tail
 
@@ -265,7 +274,7 @@ def read_vtx1(r: Reader, base: int, size: int) -> VTX1:
 
 def write_vtx1(s: VTX1) -> bytes:
     names = ("formats", *ARRAY_NAMES)
-    a = _Assembler(0x40, s.layout, names)
+    a = _Assembler(0x40, s.layout, names, dict.fromkeys(ARRAY_NAMES, 32))
     tables = {"formats": np.asarray(s.formats, FORMAT_DTYPE).tobytes()}
     for attribute, data in s.arrays.items():
         # a new array is padded to 32 bytes, as the game's arrays are
@@ -480,7 +489,7 @@ def read_shp1(r: Reader, base: int, size: int) -> SHP1:
 
 
 def write_shp1(s: SHP1) -> bytes:
-    a = _Assembler(0x2C, s.layout, SHP1_TABLES)
+    a = _Assembler(0x2C, s.layout, SHP1_TABLES, {"lists": 32})
     a.put(
         {
             "entries": np.asarray(s.entries, SHAPE_DTYPE).tobytes(),

@@ -1,11 +1,14 @@
 """A new BMD model from plain arrays: joints, vertex arrays, envelopes, draw matrices, shapes made of
-packets, and simple textured materials. For generated models (tests, benchmarks) and as the
-table-building half of a future exporter; ``model.write`` lays the sections out.
+packets, and simple textured materials. ``build`` takes packets exactly as given (generated test
+models and benchmarks that need a chosen packet layout); ``skeleton`` makes a model with joints,
+materials and textures and no geometry, which ``model_write.new_model`` fills from mesh arrays
+(the exporter's way: strips, packets and tables chosen by the writer). ``model.write`` lays the
+sections out.
 
 Tables are built the way the game's tools build them: DRW1 lists its weighted block twice, every
 array and display list is 32-byte aligned, the scene graph nests shapes under the root joint,
-shapes with several draw matrices send PNMTXIDX (slot × 3). Triangles are sent as GX triangle
-lists, each given clockwise from the front.
+shapes with several draw matrices send PNMTXIDX (slot × 3). ``build`` sends triangles as GX
+triangle lists (``strips.triangle_list``), each given clockwise from the front.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import strips
 from .container import aligned_padding
 from .mat3 import MAT3, MATERIAL_DTYPE
 from .model import (
@@ -40,7 +44,6 @@ from .model import (
 )
 from .tex1 import BTI_DTYPE, BTI_SIZE, TEX1
 
-MAX_PRIMITIVE = 0xFFFF - 2  # vertices per triangle list (a multiple of 3)
 POS, NRM, TEX0 = 9, 10, 13
 
 
@@ -119,10 +122,7 @@ def _shapes(shapes: list[Shape]) -> SHP1:
                 records["slot"] = corners[:, 0] * 3
             records["pos"], records["nrm"], records["uv"] = corners[:, 1], corners[:, 2], corners[:, 3]
             start = len(lists)
-            for at in range(0, len(records), MAX_PRIMITIVE):
-                chunk = records[at : at + MAX_PRIMITIVE]
-                lists += bytes([0x90]) + len(chunk).to_bytes(2, "big") + chunk.tobytes()
-            lists += bytes(-len(lists) % 32)
+            lists += strips.encode(strips.triangle_list(np.arange(len(records))), records)
             packets.append((len(lists) - start, start))
     return SHP1(
         entries,
@@ -172,6 +172,49 @@ def _textures(images: list[tuple[str, np.ndarray]]) -> TEX1:
     return TEX1(headers, [name for name, _ in images], bytes(data) + aligned_padding(len(data), 32))
 
 
+def _sections(
+    joints: list[Joint],
+    inf1: INF1,
+    vtx1: VTX1,
+    evp1: EVP1,
+    drw1: DRW1,
+    shp1: SHP1,
+    materials: list[str] | MAT3,
+    images: list[tuple[str, np.ndarray]] | TEX1,
+) -> list:
+    mat3 = materials if isinstance(materials, MAT3) else _materials(materials, len(images))
+    tex1 = images if isinstance(images, TEX1) else _textures(images)
+    return [inf1, vtx1, evp1, drw1, _joints(joints), shp1, mat3, tex1]
+
+
+def skeleton(
+    joints: list[Joint],
+    materials: list[str] | MAT3,
+    images: list[tuple[str, np.ndarray]] | TEX1 = (),
+    scaling_rule: int = 0,
+) -> Model:
+    """A BMD model with joints, materials and textures and no shapes (no vertex arrays, envelopes or
+    draw matrices yet). ``materials``: names of simple textured materials (material i shows
+    image i modulo the count) or a MAT3 section; ``images``: (name, I8 pixels) or a TEX1 section."""
+    formats = np.zeros(1, FORMAT_DTYPE)
+    formats["attribute"], formats["count"], formats["pad"] = 0xFF, 1, b"\xff\xff\xff"
+    no_shapes = SHP1(
+        np.zeros(0, SHAPE_DTYPE),
+        np.zeros(0, ">u2"),
+        [],
+        b"",
+        np.zeros(0, ">u2"),
+        b"",
+        np.zeros(0, GROUP_DTYPE),
+        np.zeros(0, PACKET_DTYPE),
+    )
+    no_envelopes = EVP1(np.zeros(0, "u1"), np.zeros(0, ">u2"), np.zeros(0, ">f4"), np.zeros((0, 3, 4), ">f4"))
+    inf1 = INF1(scaling_rule, 0, 0, _graph(joints, []))
+    drw1 = DRW1(np.zeros(0, "u1"), np.zeros(0, ">u2"))
+    sections = _sections(joints, inf1, VTX1(formats, {}), no_envelopes, drw1, no_shapes, materials, images)
+    return Model(b"bmd3", sections)
+
+
 def build(
     joints: list[Joint],
     positions: np.ndarray,
@@ -212,14 +255,5 @@ def build(
     inf1 = INF1(0, sum(len(s.packets) for s in shapes), len(positions), _graph(joints, shapes))
     return Model(
         b"bmd3",
-        [
-            inf1,
-            VTX1(formats, arrays),
-            evp1,
-            drw1,
-            _joints(joints),
-            _shapes(shapes),
-            _materials(materials, len(images)),
-            _textures(images),
-        ],  # fmt: skip
+        _sections(joints, inf1, VTX1(formats, arrays), evp1, drw1, _shapes(shapes), materials, images),
     )

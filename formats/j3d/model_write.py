@@ -37,9 +37,10 @@ import numpy as np
 
 from ..errors import ExportError
 from ..scene import Mesh
-from . import materials
+from . import materials, model_build
 from . import model_geometry as geometry
 from . import strips as stripper
+from .mat3 import MAT3
 from .model import (
     ARRAY_ATTRIBUTES,
     DESCRIPTOR_DTYPE,
@@ -49,6 +50,7 @@ from .model import (
     GRAPH_DTYPE,
     GROUP_DTYPE,
     INF1,
+    JNT1,
     MAX_SLOTS,
     NODE_CLOSE,
     NODE_END,
@@ -65,6 +67,7 @@ from .model import (
     Model,
 )
 from .model_convert import normal_matrices
+from .tex1 import TEX1
 
 MAX_INDEX = 0xFFFF  # a u16 array index
 MAX_WRITTEN_INFLUENCES = 8  # more joints per vertex than the game's tools ever wrote (5 seen)
@@ -865,4 +868,92 @@ def replace_shapes(
         vertex_count=arrays.count(geometry.POS),
     )
     sections.update({INF1: inf1, SHP1: shp1, VTX1: arrays.section()})
+    before = [_imported(model, s, world, filename) for s in range(shape_count)]
+    after = [before[s] if s not in encoded else shapes[s] for s in range(shape_count) if s not in removed]
+    sections[JNT1] = _joint_bounds(model.jnt1, world, before, after + list(added))
     return Model(model.kind, [sections.get(type(s), s) for s in model.sections], model.framing)
+
+
+def _imported(model: Model, shape: int, world: np.ndarray, filename: str) -> ShapeData:
+    """A shape's bind-pose vertices and skin as the importer places them (no corner data)."""
+    skin = geometry.draw_skin(model, world, filename)
+    g = geometry.decode_shape(model, shape, filename)
+    keys = g.indices[geometry.POS] * len(skin.matrices) + g.draw
+    _, first = np.unique(keys, return_index=True)
+    points = geometry.decode_array(model, geometry.POS, filename)[g.indices[geometry.POS][first]].astype(
+        np.float64
+    )
+    if points.shape[1] == 2:
+        points = np.concatenate([points, np.zeros((len(points), 1))], axis=1)
+    matrices = skin.matrices[g.draw[first]]
+    positions = np.einsum("nij,nj->ni", matrices[:, :3, :3], points) + matrices[:, :3, 3]
+    return ShapeData(
+        positions, np.zeros((0, 3), np.int64), skin.joints[g.draw[first]], skin.weights[g.draw[first]]
+    )
+
+
+def _extents(world: np.ndarray, shapes: list[ShapeData]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per joint, the box (in the joint's own space) and the radius around the bind-pose vertices it
+    moves; NaN for joints that move none."""
+    inverse = np.linalg.inv(world)
+    low, high = np.full((len(world), 3), np.inf), np.full((len(world), 3), -np.inf)
+    radius = np.full(len(world), -np.inf)
+    for data in shapes:
+        positions = np.asarray(data.positions, np.float64).reshape(-1, 3)
+        joints = np.asarray(data.joints, np.int64).reshape(len(positions), -1)
+        weights = np.asarray(data.weights, np.float64).reshape(len(positions), -1)
+        vertex, column = np.nonzero(weights > 0)
+        joint = joints[vertex, column]
+        local = np.einsum("nij,nj->ni", inverse[joint, :3, :3], positions[vertex]) + inverse[joint, :3, 3]
+        np.minimum.at(low, joint, local)
+        np.maximum.at(high, joint, local)
+        np.maximum.at(radius, joint, np.linalg.norm(local, axis=1))
+    none = ~np.isfinite(radius)
+    low[none], high[none], radius[none] = np.nan, np.nan, np.nan
+    return low, high, radius
+
+
+def _joint_bounds(jnt1: JNT1, world: np.ndarray, before: list[ShapeData], after: list[ShapeData]) -> JNT1:
+    """JNT1 with new bounds for the joints whose vertices changed extent; the rest as stored (the
+    stored values are authoring leftovers that no formula reproduces, so they are kept while valid)."""
+    old, new = _extents(world, before), _extents(world, after)
+    scale = max(1.0, float(np.nanmax(np.abs(new[0]), initial=0)), float(np.nanmax(np.abs(new[1]), initial=0)))
+    changed = np.zeros(len(world), bool)
+    for o, n in zip(old, new, strict=True):
+        o, n = o.reshape(len(world), -1), n.reshape(len(world), -1)
+        changed |= (np.isnan(o) != np.isnan(n)).any(axis=1) | (
+            np.abs(np.nan_to_num(o - n)) > 1e-4 * scale
+        ).any(axis=1)
+    if not changed.any():
+        return jnt1
+    entries = jnt1.joints().copy()
+    low, high, radius = (np.nan_to_num(x) for x in new)
+    entries["bbox_min"][changed], entries["bbox_max"][changed] = low[changed], high[changed]
+    entries["radius"][changed] = radius[changed]
+    return replace(jnt1, entries=entries, remap=np.arange(len(entries), dtype=">u2"))
+
+
+def new_model(
+    joints: list[model_build.Joint],
+    shapes: list[ShapeData],
+    materials: list[str] | MAT3,
+    textures: list[tuple[str, np.ndarray]] | TEX1 = (),
+    kind: bytes = b"bmd3",
+    scaling_rule: int = 0,
+    filename: str = "<new model>",
+) -> Model:
+    """A model made from scratch: the joints (parents first), materials and textures as
+    ``model_build.skeleton`` takes them, every shape encoded as ``replace_shapes`` adds one, and
+    each joint's bounds from the vertices it moves (``_joint_bounds``). Only BMD: a BDL's MDL3 (each material's
+    precompiled GX commands) is not generated."""
+    if kind != b"bmd3":
+        raise ExportError(
+            f"{filename}: a new model can be written as BMD only (a BDL needs MDL3 display lists)"
+        )
+    for j, joint in enumerate(joints):
+        if not -1 <= joint.parent < j or (joint.parent == -1) != (j == 0):
+            raise ExportError(
+                f"{filename}: joint {joint.name!r} must come after its parent and only joint 0 is the root"
+            )
+    empty = model_build.skeleton(joints, materials, textures, scaling_rule)
+    return replace_shapes(empty, {}, shapes, filename=filename)

@@ -250,8 +250,12 @@ def j3d_animation(module) -> Callable[[bytes, Seed], object]:
 
 
 def j3d_model_seeds() -> list[Seed]:
-    """The generated model, and the real models that are not too large."""
-    seeds = [Seed("generated.bmd", j3d_model_fixtures.generated_bytes())]
+    """The generated model (as built, and as the model writer re-encodes it), and the real models
+    that are not too large."""
+    seeds = [
+        Seed("generated.bmd", j3d_model_fixtures.generated_bytes()),
+        Seed("rewritten.bmd", j3d_model_fixtures.rewritten_bytes()),
+    ]
     return seeds + [
         Seed(p.name, p.read_bytes())
         for p in corpus("*.bmd", "*.bdl")

@@ -67,3 +67,14 @@ def generated():
 
 def generated_bytes() -> bytes:
     return model.write(generated()[0])
+
+
+def rewritten_bytes() -> bytes:
+    """The generated model with every shape re-encoded by the writer (strips, its packets and slots)."""
+    from retro_models.formats.j3d import model_convert, model_write
+
+    m = generated()[0]
+    meshes = model_convert.to_scene(m).meshes
+    return model.write(
+        model_write.replace_shapes(m, {s: model_write.shape_data(x) for s, x in enumerate(meshes)})
+    )
