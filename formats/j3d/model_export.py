@@ -27,11 +27,12 @@ import numpy as np
 
 from ..curves import matrix_to_euler
 from ..errors import ExportError
-from ..scene import Image, Mesh, Scene, apply_matrix, axis_matrix, tree_order
+from ..scene import Image, Material, Mesh, Scene, apply_matrix, axis_matrix, tree_order
 from ..textures import gx
 from . import materials, model_build, model_convert, model_write
 from . import model_geometry as geometry
-from .mat3 import MAT3
+from .container import aligned_padding
+from .mat3 import MAT3, MATERIAL_DTYPE
 from .model import Model, read
 from .tex1 import BTI_DTYPE, BTI_SIZE, TEX1
 
@@ -364,8 +365,92 @@ def _new_model(scene: Scene, image_format: str, filename: str) -> Model:
     fmt = format_code("CMPR" if image_format == ORIGINAL else image_format)
     textures = _new_textures([scene.images[i] for i in textured], fmt)
     return model_write.new_model(
-        _joints(scene.skeletons[0], filename), shapes, [m.name for m in chosen], textures, filename=filename
+        _joints(scene.skeletons[0], filename), shapes, _new_materials(chosen), textures, filename=filename
     )
+
+
+# GX values of the one-stage material a new model gets (../shared/notes/j3d-models.md §8).
+_COLOR_TEXC, _COLOR_RASC, _COLOR_ZERO = 8, 10, 15
+_ALPHA_TEXA, _ALPHA_RASA, _ALPHA_ZERO = 4, 5, 7
+_CHANNEL_COLOR0A0 = 4
+_TEXGEN_2X4 = 1
+_ATTENUATION_NONE = 2
+_FACTOR_ZERO, _FACTOR_INVERSE_SOURCE_ALPHA, _LOGIC_COPY = 0, 5, 3
+
+
+def _new_materials(chosen: list[Material]) -> MAT3:
+    """MAT3 for a new model: material k shows texture k (UV layer TEX0) times its colour register (the
+    vertex colour CLR0 when the Blender material multiplies by it), unlit, with Blender's backface
+    culling, alpha clip or blend."""
+    count = len(chosen)
+    records = np.zeros(count, MATERIAL_DTYPE)
+    for name in MATERIAL_DTYPE.names:
+        records[name] = 0xFFFF if MATERIAL_DTYPE.fields[name][0].base.itemsize == 2 else 0xFF
+    blended = [m.alpha_mode == "BLEND" for m in chosen]
+    clipped = [m.alpha_mode == "CLIP" for m in chosen]
+    records["flag"] = np.where(blended, materials.MODE_TRANSLUCENT, 1)
+    records["cull_mode"] = [int(m.backface_culling) for m in chosen]  # into (none, back)
+    records["color_channel_count"] = records["texgen_count"] = records["tev_stage_count"] = 0
+    records["z_mode"] = records["z_compare"] = records["dither"] = 0
+    records["material_colors"][:, 0] = np.arange(count)
+    records["color_channels"][:, :2] = np.array([[2 * bool(m.vertex_color)] * 2 for m in chosen]) + [0, 1]
+    records["ambient_colors"][:, 0] = 0
+    records["texgens"][:, 0] = 0
+    records["textures"][:, 0] = np.arange(count)
+    records["tev_orders"][:, 0] = 0
+    records["tev_stages"][:, 0] = 0
+    records["alpha_compare"] = np.arange(count)
+    records["blend"] = np.where(blended, 1, 0)
+    channel = np.zeros(
+        4, materials.COLOR_CHANNEL_DTYPE
+    )  # colour and alpha, from the register or the vertices
+    channel["material_source"] = [0, 0, 1, 1]
+    channel["attenuation"] = _ATTENUATION_NONE
+    channel["pad"] = b"\xff\xff"
+    stage = np.zeros(1, materials.TEV_STAGE_DTYPE)
+    stage[0] = (0xFF, (_COLOR_ZERO, _COLOR_TEXC, _COLOR_RASC, _COLOR_ZERO), 0, 0, 0, 1, 0,
+                (_ALPHA_ZERO, _ALPHA_TEXA, _ALPHA_RASA, _ALPHA_ZERO), 0, 0, 0, 1, 0, 0xFF)  # fmt: skip
+    compares = np.zeros(count, materials.ALPHA_COMPARE_DTYPE)
+    compares["comp0"] = np.where(clipped, materials.COMPARE_GEQUAL, materials.COMPARE_ALWAYS)
+    compares["ref0"] = [
+        round(m.alpha_threshold * 255) if c else 0 for m, c in zip(chosen, clipped, strict=True)
+    ]
+    compares["op"], compares["comp1"], compares["ref1"] = materials.ALPHA_OP_AND, materials.COMPARE_ALWAYS, 0
+    compares["pad"] = b"\xff\xff\xff"
+    # The colour register multiplies the texture: the material's colour where it tints the texture, else white.
+    shown = [m.base_color if m.tint_texture else (1.0, 1.0, 1.0, m.base_color[3]) for m in chosen]
+    colors = np.array([[round(c * 255) for c in color] for color in shown], np.uint8).reshape(-1, 4)
+    tables = {
+        "cull_modes": np.array([0, materials.CULL_BACK], ">u4").tobytes(),
+        "material_colors": colors.tobytes(),
+        "color_channel_counts": bytes([1]),
+        "color_channels": channel.tobytes(),
+        "ambient_colors": bytes([255, 255, 255, 255]),
+        "texgen_counts": bytes([1]),
+        "texgens": bytes([_TEXGEN_2X4, materials.TEXGEN_SOURCE_TEX0, materials.TEXGEN_MATRIX_IDENTITY, 0xFF]),
+        "texture_remap": np.arange(count, dtype=">u2").tobytes(),
+        "tev_orders": bytes([0, 0, _CHANNEL_COLOR0A0, 0xFF]),
+        "tev_stage_counts": bytes([1]),
+        "tev_stages": stage.tobytes(),
+        "alpha_compare": compares.tobytes(),
+        "blend": bytes(
+            [
+                0,
+                1,
+                _FACTOR_ZERO,
+                _LOGIC_COPY,
+                materials.BLEND_BLEND,
+                materials.FACTOR_SRC_ALPHA,
+                _FACTOR_INVERSE_SOURCE_ALPHA,
+                _LOGIC_COPY,
+            ]
+        ),  # fmt: skip
+        "z_modes": bytes([1, materials.COMPARE_LEQUAL, 1, 0xFF]),
+        "z_compare": bytes([1]),
+        "dither": bytes([1]),
+    }
+    tables = {name: data + aligned_padding(len(data), 4) for name, data in tables.items()}
+    return MAT3(records, np.arange(count, dtype=">u2"), [m.name for m in chosen], tables)
 
 
 def _joints(skeleton, filename: str) -> list:

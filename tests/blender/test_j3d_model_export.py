@@ -12,29 +12,15 @@ import numpy as np
 import pytest
 import retro_models
 import structure
-from j3d_model_fixtures import generated_bytes
+from j3d_model_support import generated_file, import_model, made_in_blender, select
 from retro_models.formats import archives
 from retro_models.formats.errors import ExportError
 from retro_models.formats.j3d import files, model, model_convert, tex1
 from retro_models.formats.scene import axis_matrix
-from retro_models.operators.blender import compat
 from support import corpus_file, corpus_files, data_counts
 
 MODELS = corpus_files("j3d*/*.bmd") + corpus_files("j3d*/*.bdl")
 ARCHIVES = corpus_files("j3d*/*.arc")
-
-
-def _import(path, **options):
-    retro_models.import_file(bpy.context, str(path), import_animations=False, **options)
-    return _select(next(o for o in bpy.data.objects if o.type == "ARMATURE"))
-
-
-def _select(armature):
-    for obj in bpy.context.view_layer.objects:
-        obj.select_set(False)
-    armature.select_set(True)
-    bpy.context.view_layer.objects.active = armature
-    return armature
 
 
 def _meshes(armature) -> dict[str, bpy.types.Object]:
@@ -46,16 +32,10 @@ def _sorted_rows(values: np.ndarray) -> np.ndarray:
     return values[np.lexsort(values.T[::-1])]
 
 
-def _generated(tmp_path):
-    path = tmp_path / "generated.bmd"
-    path.write_bytes(generated_bytes())
-    return path
-
-
 @pytest.mark.corpus
 @pytest.mark.parametrize("path", MODELS, ids=lambda p: p.name)
 def test_every_corpus_model_exports_unedited_byte_identical(empty_scene, tmp_path, path):
-    _import(path)
+    import_model(path)
     out = tmp_path / f"out{path.suffix}"
     assert bpy.ops.export_scene.j3d_model(filepath=str(out)) == {"FINISHED"}
     assert out.read_bytes() == path.read_bytes()
@@ -73,7 +53,7 @@ def test_every_model_of_the_corpus_archives_exports_unedited_byte_identical(empt
     assert len(armatures) == len(members)
     for member in members:
         name = os.path.splitext(os.path.basename(member.path))[0]
-        _select(armatures[name])
+        select(armatures[name])
         out = tmp_path / f"{name}{os.path.splitext(member.path)[1]}"
         retro_models.export_file(bpy.context, str(out))
         assert out.read_bytes() == archives.unwrap(member.data, member.path), member.path
@@ -82,13 +62,13 @@ def test_every_model_of_the_corpus_archives_exports_unedited_byte_identical(empt
 @pytest.mark.corpus
 def test_a_model_posed_and_taken_through_edit_mode_unedited_exports_byte_identical(empty_scene, tmp_path):
     path = corpus_file("j3d-models/zl.bdl")
-    armature = _import(path)
+    armature = import_model(path)
     armature.pose.bones[1].rotation_quaternion = (0.7, 0.7, 0, 0)  # the pose is not the model
     for obj in _meshes(armature).values():
         bpy.context.view_layer.objects.active = obj
         bpy.ops.object.mode_set(mode="EDIT")
         bpy.ops.object.mode_set(mode="OBJECT")
-    _select(armature)
+    select(armature)
     out = tmp_path / "zl.bdl"
     retro_models.export_file(bpy.context, str(out))
     assert out.read_bytes() == path.read_bytes()
@@ -98,13 +78,13 @@ def test_the_export_is_in_the_menu_and_offers_the_models_name(empty_scene, tmp_p
     assert hasattr(bpy.types, "EXPORT_SCENE_OT_j3d_model")
     from retro_models.operators import j3d_model
 
-    _import(_generated(tmp_path))
+    import_model(generated_file(tmp_path))
     assert os.path.basename(j3d_model.default_path(bpy.context)) == "generated.bmd"
 
 
 def test_a_moved_vertex_moves_and_every_other_mesh_keeps_its_values(empty_scene, tmp_path):
-    source = _generated(tmp_path)
-    armature = _import(source)
+    source = generated_file(tmp_path)
+    armature = import_model(source)
     meshes = _meshes(armature)
     moved = meshes["shape1"].data
     moved.vertices[0].co.z += 0.5
@@ -129,7 +109,7 @@ def test_a_corpus_model_edited_every_way_keeps_the_games_rules_and_the_untouched
     """ma_mdl1 (skinned, from the Sunshine archive): one mesh moved, one re-weighted, one deleted and one
     duplicated; every other shape keeps its values, and the file keeps the loader's structural rules."""
     path = corpus_file("j3d-models/SunshineMario.arc")
-    armature = _import(path, model="ma_mdl1")
+    armature = import_model(path, model="ma_mdl1")
     data = archives.unwrap(
         next(
             m
@@ -170,8 +150,8 @@ def test_a_corpus_model_edited_every_way_keeps_the_games_rules_and_the_untouched
 
 
 def test_a_new_mesh_weighted_to_a_bone_with_a_models_material_becomes_a_new_shape(empty_scene, tmp_path):
-    source = _generated(tmp_path)
-    armature = _import(source)
+    source = generated_file(tmp_path)
+    armature = import_model(source)
     material = _meshes(armature)["shape1"].data.materials[0]
     bpy.ops.mesh.primitive_cube_add(size=0.5)
     cube = bpy.context.active_object
@@ -179,7 +159,7 @@ def test_a_new_mesh_weighted_to_a_bone_with_a_models_material_becomes_a_new_shap
     cube.modifiers.new("Armature", "ARMATURE").object = armature
     cube.vertex_groups.new(name="hand").add(list(range(8)), 1.0, "REPLACE")
     cube.data.materials.append(material)
-    _select(armature)
+    select(armature)
     out = tmp_path / "cube.bmd"
     retro_models.export_file(bpy.context, str(out))
     data = out.read_bytes()
@@ -197,7 +177,7 @@ def test_a_new_mesh_weighted_to_a_bone_with_a_models_material_becomes_a_new_shap
 
 
 def test_a_renamed_material_goes_into_the_name_table(empty_scene, tmp_path):
-    armature = _import(_generated(tmp_path))
+    armature = import_model(generated_file(tmp_path))
     material = _meshes(armature)["shape0"].data.materials[0]
     old = material.name
     material.name = "renamed"
@@ -208,8 +188,8 @@ def test_a_renamed_material_goes_into_the_name_table(empty_scene, tmp_path):
 
 
 def test_a_duplicated_material_becomes_a_new_mat3_entry(empty_scene, tmp_path):
-    source = _generated(tmp_path)
-    armature = _import(source)
+    source = generated_file(tmp_path)
+    armature = import_model(source)
     obj = _meshes(armature)["shape0"]
     copy = obj.data.materials[0].copy()
     obj.data.materials[0] = copy
@@ -221,8 +201,8 @@ def test_a_duplicated_material_becomes_a_new_mat3_entry(empty_scene, tmp_path):
 
 
 def test_an_edited_image_is_encoded_again_in_its_format(empty_scene, tmp_path):
-    source = _generated(tmp_path)
-    _import(source)
+    source = generated_file(tmp_path)
+    import_model(source)
     image = bpy.data.images["checker"]
     width, height = image.size
     pixels = np.zeros((height, width, 4), np.float32)
@@ -238,7 +218,7 @@ def test_an_edited_image_is_encoded_again_in_its_format(empty_scene, tmp_path):
 
 
 def test_a_deleted_mesh_removes_its_shape(empty_scene, tmp_path):
-    armature = _import(_generated(tmp_path))
+    armature = import_model(generated_file(tmp_path))
     bpy.data.objects.remove(_meshes(armature)["shape0"])
     out = tmp_path / "deleted.bmd"
     retro_models.export_file(bpy.context, str(out))
@@ -247,7 +227,7 @@ def test_a_deleted_mesh_removes_its_shape(empty_scene, tmp_path):
 
 
 def test_an_added_bone_is_refused_by_name_and_nothing_is_written(empty_scene, tmp_path):
-    armature = _import(_generated(tmp_path))
+    armature = import_model(generated_file(tmp_path))
     bpy.ops.object.mode_set(mode="EDIT")
     bone = armature.data.edit_bones.new("tail")
     bone.head, bone.tail = (0, 0, 0), (0, 1, 0)
@@ -266,47 +246,8 @@ def test_an_added_bone_is_refused_by_name_and_nothing_is_written(empty_scene, tm
     assert out.read_bytes() == b"kept"
 
 
-def _made_in_blender():
-    """An armature of two bones, a quad weighted to them (one vertex shared half and half) with a UV map,
-    and a material showing an 8 × 8 image: what someone makes in Blender, Z up."""
-    armature = bpy.data.objects.new("Rig", bpy.data.armatures.new("Rig"))
-    bpy.context.scene.collection.objects.link(armature)
-    _select(armature)
-    bpy.ops.object.mode_set(mode="EDIT")
-    root = armature.data.edit_bones.new("root")
-    root.head, root.tail = (0, 0, 0), (0, 0, 1)
-    top = armature.data.edit_bones.new("top")
-    top.head, top.tail, top.parent = (0, 0, 1), (0, 0, 2), root
-    bpy.ops.object.mode_set(mode="OBJECT")
-    mesh = bpy.data.meshes.new("quad")
-    mesh.from_pydata([(0, 0, 0), (1, 0, 0), (1, 0, 2), (0, 0, 2)], [], [(0, 1, 2), (0, 2, 3)])
-    uv = mesh.uv_layers.new(name="UVMap")
-    uv.data.foreach_set("uv", np.array([[0, 0], [1, 0], [1, 1], [0, 0], [1, 1], [0, 1]], np.float32).ravel())
-    obj = bpy.data.objects.new("quad", mesh)
-    bpy.context.scene.collection.objects.link(obj)
-    obj.parent = armature
-    obj.modifiers.new("Armature", "ARMATURE").object = armature
-    obj.vertex_groups.new(name="root").add([0, 1], 1.0, "REPLACE")
-    obj.vertex_groups["root"].add([1], 0.5, "REPLACE")
-    obj.vertex_groups.new(name="top").add([1], 0.5, "REPLACE")
-    obj.vertex_groups["top"].add([2, 3], 1.0, "REPLACE")
-    image = bpy.data.images.new("green", 8, 8, alpha=True)
-    pixels = np.zeros((8, 8, 4), np.float32)
-    pixels[..., 1] = np.arange(8)[:, None] / 7
-    pixels[..., 3] = 1
-    image.pixels.foreach_set(pixels.ravel())
-    material = compat.new_material("painted")
-    texture = material.node_tree.nodes.new("ShaderNodeTexImage")
-    texture.image = image
-    bsdf = next(n for n in material.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
-    material.node_tree.links.new(texture.outputs["Color"], bsdf.inputs["Base Color"])
-    mesh.materials.append(material)
-    _select(armature)
-    return obj, pixels
-
-
 def test_a_model_made_in_blender_reads_back_with_its_geometry_weights_and_texture(empty_scene, tmp_path):
-    obj, pixels = _made_in_blender()
+    obj, pixels = made_in_blender()
     out = tmp_path / "scratch.bmd"
     report = retro_models.export_file(bpy.context, str(out))
     assert report.paths == [str(out)]
@@ -326,6 +267,8 @@ def test_a_model_made_in_blender_reads_back_with_its_geometry_weights_and_textur
     for position, weights in ((expected[1], [0.5, 0.5]), (expected[0], [1, 0]), (expected[3], [0, 1])):
         found = np.flatnonzero(np.abs(mesh.positions - position).max(axis=1) < 1e-4)
         assert len(found) and np.allclose(dense[found[0]], weights, atol=1e-3)
+    (material,) = again.materials  # its TEV stage shows the texture
+    assert material.name == "painted" and [t.image for t in material.textures] == [0]
     (image,) = again.images
     assert (image.width, image.height) == (8, 8)
     green = np.round(pixels[::-1, :, 1] * 255)  # the Scene's first row is the image's top
