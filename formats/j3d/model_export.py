@@ -27,7 +27,7 @@ import numpy as np
 
 from ..curves import matrix_to_euler
 from ..errors import ExportError
-from ..scene import Image, Material, Mesh, Scene, apply_matrix, axis_matrix, tree_order
+from ..scene import Image, Layer, Material, Mesh, Scene, apply_matrix, axis_matrix, tree_order
 from ..textures import gx
 from . import materials, model_build, model_convert, model_write
 from . import model_geometry as geometry
@@ -157,7 +157,7 @@ def _materials(model: Model, scene: Scene, filename: str) -> list[int]:
 
 
 def _copy_material(model: Model, slot: int, name: str) -> int:
-    """A new MAT3 slot sharing the record of ``slot`` (and its MDL3 display list in a BDL)."""
+    """A new MAT3 slot sharing the record of ``slot`` (a BDL becomes a BMD)."""
     mat3: MAT3 = model.mat3
     mat3.remap = np.append(np.asarray(mat3.remap, ">u2"), mat3.remap[slot]).astype(">u2")
     mat3.names.append(name)
@@ -182,7 +182,8 @@ def as_bmd(model: Model) -> None:
 
 
 def _images(model: Model, scene: Scene, image_format: str) -> None:
-    """Images whose pixels changed (no source bytes) encoded again into their TEX1 entries."""
+    """Images whose pixels changed (or every image, for another ``image_format``) encoded again into
+    their TEX1 entries."""
     tex1 = model.tex1
     for image in scene.images:
         index = image.extras.get("tex1_index")
@@ -263,6 +264,8 @@ def _shapes(model: Model, scene: Scene, slots: list[int], filename: str) -> None
     added: list[model_write.ShapeData] = []
     seen: set[int] = set()
     imported = set(scene.extras.get("shapes", range(count)))
+    names = list(model.jnt1.names)  # _check_joints: the skeleton has these bones, maybe in another order
+    joint_index = np.array([names.index(n) for n in scene.skeletons[0].bone_names], np.int64)
     for mesh in scene.meshes:
         shape = mesh.extras.get("shape")
         material = _mesh_material(mesh, scene, slots, filename)
@@ -273,9 +276,9 @@ def _shapes(model: Model, scene: Scene, slots: list[int], filename: str) -> None
             same = mesh.extras.get(GEOMETRY) == mesh_digest(mesh) and unmoved
             if same and material == int(graph.shape_materials[shape]):
                 continue
-            changed[shape] = shape_data(mesh, scene, material, filename)
+            changed[shape] = shape_data(mesh, material, joint_index, filename)
         else:
-            added.append(shape_data(mesh, scene, material, filename))
+            added.append(shape_data(mesh, material, joint_index, filename))
     removed = imported - seen
     if changed or added or removed:
         replaced = model_write.replace_shapes(model, changed, added, frozenset(removed), filename)
@@ -305,13 +308,16 @@ def _mesh_material(mesh: Mesh, scene: Scene, slots: list[int], filename: str) ->
     return slots[index]
 
 
-def shape_data(mesh: Mesh, scene: Scene, material: int, filename: str = "<scene>") -> model_write.ShapeData:
-    """A Scene mesh as ``model_write.ShapeData``: the file's Y-up model space, per-corner layers."""
+def shape_data(
+    mesh: Mesh, material: int, joint_index: np.ndarray, filename: str = "<scene>"
+) -> model_write.ShapeData:
+    """A Scene mesh as ``model_write.ShapeData``: the file's Y-up model space, per-corner layers, its
+    skin's bones as JNT1 joints (``joint_index``: the joint of each skeleton bone)."""
     mesh = apply_matrix(mesh)  # the object's own transform, relative to the armature
     triangles = np.asarray(mesh.triangles, np.int64).reshape(-1, 3)
     corners = triangles.reshape(-1)
     joints, weights = mesh.skin_joints, mesh.skin_weights
-    if joints is None or weights is None or not len(scene.skeletons):
+    if joints is None or weights is None:
         raise ExportError(f"{filename}: mesh {mesh.name!r} has no bone weights (weight it to the armature)")
     unweighted = ~(np.asarray(weights) > 0).any(axis=1)
     if unweighted.any():
@@ -319,24 +325,23 @@ def shape_data(mesh: Mesh, scene: Scene, material: int, filename: str = "<scene>
             f"{filename}: mesh {mesh.name!r} has {int(unweighted.sum())} vertices without bone weights"
         )
 
-    def per_corner(layer):
+    def per_corner(layer: Layer) -> Layer:
         data = np.asarray(layer.data)
-        return data[corners] if layer.domain == "POINT" else data
+        return Layer(layer.name, data[corners] if layer.domain == "POINT" else data, "CORNER")
 
-    uvs = {layer.name: per_corner(layer).astype(np.float32) for layer in mesh.uv_layers}
-    colors = {layer.name: per_corner(layer).astype(np.float32) for layer in mesh.color_layers}
-    if materials.uv_layer_name(0) not in uvs and mesh.uv_layers:  # a mesh made in Blender: its first map
-        uvs[materials.uv_layer_name(0)] = per_corner(mesh.uv_layers[0]).astype(np.float32)
-    return model_write.ShapeData(
-        positions=np.asarray(mesh.positions, np.float32),
-        triangles=triangles,
-        joints=np.asarray(joints, np.int64),
-        weights=np.asarray(weights, np.float32),
-        normals=None if mesh.normals is None else np.asarray(mesh.normals.data, np.float32),
-        colors=[colors.get(materials.color_layer_name(k)) for k in range(2)],
-        uvs=[uvs.get(materials.uv_layer_name(k)) for k in range(8)],
-        material=material,
+    uvs = [per_corner(layer) for layer in mesh.uv_layers]
+    if uvs and materials.uv_layer_name(0) not in {u.name for u in uvs}:  # made in Blender: its first map
+        uvs[0] = dataclasses.replace(uvs[0], name=materials.uv_layer_name(0))
+    data = model_write.shape_data(
+        dataclasses.replace(
+            mesh,
+            uv_layers=uvs,
+            color_layers=[per_corner(layer) for layer in mesh.color_layers],
+            skin_joints=joint_index[np.asarray(joints, np.int64)],
+        )
     )
+    data.material = material
+    return data
 
 
 # -- from scratch ---------------------------------------------------------------------------
@@ -354,7 +359,10 @@ def _new_model(scene: Scene, image_format: str, filename: str) -> Model:
     slots = [-1] * len(scene.materials)
     for k, index in enumerate(used):
         slots[index] = k
-    shapes = [shape_data(m, scene, _mesh_material(m, scene, slots, filename), filename) for m in scene.meshes]
+    identity = np.arange(len(scene.skeletons[0].bone_names))
+    shapes = [
+        shape_data(m, _mesh_material(m, scene, slots, filename), identity, filename) for m in scene.meshes
+    ]
     chosen = [scene.materials[i] for i in used]
     textured = [m.textures[0].image for m in chosen if m.textures]
     if len(textured) not in (0, len(chosen)):
