@@ -133,7 +133,10 @@ def _materials(model: Model, scene: Scene, filename: str) -> list[int]:
     mat3 = model.mat3
     original = list(mat3.names)
     slots = [m.extras.get(SLOT, -1) for m in scene.materials]
-    slots = [s if isinstance(s, int) and 0 <= s < len(original) else -1 for s in slots]
+    slots = [
+        s if isinstance(s, int) and 0 <= s < len(original) and _same_record(m, mat3.material(s)) else -1
+        for s, m in zip(slots, scene.materials, strict=True)
+    ]
     keeper: dict[int, int] = {}
     for i, slot in enumerate(slots):
         if slot >= 0 and (
@@ -154,6 +157,12 @@ def _materials(model: Model, scene: Scene, filename: str) -> list[int]:
             f"{filename}: two materials are named {repeated[0]!r} (the game finds materials by name)"
         )
     return slots
+
+
+def _same_record(material: Material, record: np.void) -> bool:
+    """Whether the material was imported with this MAT3 record (not another model's in the same slot)."""
+    kept = material.extras.get("mat3", {})
+    return all(np.array_equal(record[name], kept.get(name, -1)) for name in MATERIAL_DTYPE.names)
 
 
 def _copy_material(model: Model, slot: int, name: str) -> int:

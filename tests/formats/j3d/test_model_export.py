@@ -246,3 +246,13 @@ def test_every_edited_texture_keeps_its_format_size_and_mip_levels(path):
         grey = decoded[..., :3].astype(int).mean(axis=-1)
         wanted = image.pixels[..., :3].astype(int).mean(axis=-1)
         assert np.abs(grey - wanted).mean() < 24, (index, image.source_format)
+
+
+def test_a_material_of_another_model_is_refused_by_name():
+    scene = _scene(generated_bytes())
+    other = support.corpus_file("j3d-models/ba.bdl").read_bytes()
+    foreign = _scene(other).materials[0]  # slot 0 of another model: another record
+    scene.materials.append(foreign)
+    scene.meshes[0].materials = [len(scene.materials) - 1]
+    with pytest.raises(ExportError, match=f"'{foreign.name}'"):
+        _export(scene)
