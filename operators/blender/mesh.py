@@ -23,8 +23,9 @@ from . import compat, props
 from .objects import deformed_by
 from .records import ChannelRecord
 
-# How far Blender's corner normals may drift from the source normals that are still exported.
-_NORMAL_TOLERANCE = 1e-3
+# How far Blender's corner normals may drift from the source normals that are still exported: its
+# custom-normal encoding moves some by up to 4e-3 (the J3D corpus), and by a different amount in 4.2.
+_NORMAL_TOLERANCE = 1e-2
 
 
 # -- build --------------------------------------------------------------------
