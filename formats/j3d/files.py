@@ -216,7 +216,7 @@ def _model_scene(data: bytes, filename: str, name: str, options: ModelImportOpti
     scene = model_convert.to_scene(model.read(data, filename), name, filename, options.axis())
     # What the export needs travels with the import: the model as read, and which shapes became meshes.
     scene.extras[model_export.MODEL] = data
-    scene.extras["shapes"] = [m.extras["shape"] for m in scene.meshes]
+    scene.extras[model_export.SHAPES] = [m.extras["shape"] for m in scene.meshes]
     for image in scene.images:
         if image.pixels is not None:
             image.extras[model_export.PIXELS] = model_export.pixels_digest(image.pixels)

@@ -40,6 +40,7 @@ MODEL = "model"  # Scene extras: the model's bytes as imported
 GEOMETRY = "geometry"  # Mesh extras: mesh_digest of the mesh as built
 SLOT = "mat3_slot"  # Material extras: the MAT3 slot the material was imported from
 PIXELS = "pixels"  # Image extras: pixels_digest of the image as imported
+SHAPES = "shapes"  # Scene extras: the shapes that became meshes (the others stay as they are)
 ORIGINAL = "original"  # ExportOptions.image_format: each image in the format it was imported in
 INDIRECT_SIZE = 0x138  # one MAT3 indirect record per material slot
 
@@ -272,7 +273,7 @@ def _shapes(model: Model, scene: Scene, slots: list[int], filename: str) -> None
     changed: dict[int, model_write.ShapeData] = {}
     added: list[model_write.ShapeData] = []
     seen: set[int] = set()
-    imported = set(scene.extras.get("shapes", range(count)))
+    imported = set(scene.extras.get(SHAPES, range(count)))
     names = list(model.jnt1.names)  # _check_joints: the skeleton has these bones, maybe in another order
     joint_index = np.array([names.index(n) for n in scene.skeletons[0].bone_names], np.int64)
     for mesh in scene.meshes:
