@@ -17,6 +17,7 @@ from retro_models.formats import archives
 from retro_models.formats.errors import ExportError
 from retro_models.formats.j3d import files, model, model_convert, tex1
 from retro_models.formats.scene import axis_matrix
+from retro_models.operators.blender.mesh import group_weights, vertex_group_weights
 from support import corpus_file, corpus_files, data_counts
 
 MODELS = corpus_files("j3d*/*.bmd") + corpus_files("j3d*/*.bdl")
@@ -72,6 +73,20 @@ def test_a_model_posed_and_taken_through_edit_mode_unedited_exports_byte_identic
     out = tmp_path / "zl.bdl"
     retro_models.export_file(bpy.context, str(out))
     assert out.read_bytes() == path.read_bytes()
+
+
+@pytest.mark.corpus
+def test_the_weights_the_import_digests_are_those_the_vertex_groups_read_back(empty_scene):
+    """The import digests each mesh's skin from the weights it gave the vertex groups (no scene
+    evaluation); the export reads the groups: both must be the same numbers."""
+    path = corpus_file("j3d-models/SunshineMario.arc")
+    import_model(path, model="ma_mdl1")
+    scene = files.load_model(str(path), files.ModelImportOptions(model="ma_mdl1", import_animations=False))[0]
+    names = scene.skeletons[0].bone_names
+    for mesh in scene.meshes:
+        obj = bpy.data.objects[mesh.name]
+        read = vertex_group_weights(bpy.context, obj, names)
+        assert np.array_equal(group_weights(mesh.skin_joints, mesh.skin_weights, len(names)), read), mesh.name
 
 
 def test_the_export_is_in_the_menu_and_offers_the_models_name(empty_scene, tmp_path):
