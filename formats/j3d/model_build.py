@@ -2,8 +2,8 @@
 packets, and simple textured materials. ``build`` takes packets exactly as given (generated test
 models and benchmarks that need a chosen packet layout); ``skeleton`` makes a model with joints,
 materials and textures and no geometry, which ``model_write.new_model`` fills from mesh arrays
-(the exporter's way: strips, packets and tables chosen by the writer). ``model.write`` lays the
-sections out.
+(the exporter's way: strips, packets and tables chosen by the writer); ``joints_from_rest``
+turns an armature's rest matrices into those joints. ``model.write`` lays the sections out.
 
 Tables are built the way the game's tools build them: DRW1 lists its weighted block twice, every
 array and display list is 32-byte aligned, the scene graph nests shapes under the root joint,
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..curves import matrix_to_euler
 from . import strips
 from .container import aligned_padding
 from .mat3 import MAT3, MATERIAL_DTYPE
@@ -66,6 +67,27 @@ class Packet:
 class Shape:
     material: int
     packets: list[Packet]
+
+
+def joints_from_rest(names: list[str], parents: list[int], rest: np.ndarray) -> list[Joint]:
+    """Joints whose rest matrices under the basic scaling rule (W = W_parent · T · Rz·Ry·Rx · S) are
+    ``rest`` ((J, 4, 4) model space, parents first): each local matrix split into translation,
+    rotation (raw, 0x8000 = 180°) and scale (a mirrored joint gets a negative X scale)."""
+    rest = np.asarray(rest, np.float64)
+    parent_rest = np.array([rest[p] if p >= 0 else np.eye(4) for p in parents]).reshape(-1, 4, 4)
+    local = np.linalg.solve(parent_rest, rest)
+    linear = local[:, :3, :3]
+    scale = np.linalg.norm(linear, axis=1)
+    scale[:, 0] *= np.where(np.linalg.det(linear) < 0, -1, 1)
+    rotation = linear / np.where(scale == 0, 1, scale)[:, None, :]
+    raw = np.rint(matrix_to_euler(rotation) * (32768 / np.pi)).astype(np.int64)
+    raw = (raw + 32768) % 65536 - 32768
+    return [
+        Joint(name, int(parent), tuple(t), tuple(int(r) for r in angles), tuple(sc))
+        for name, parent, t, angles, sc in zip(
+            names, parents, local[:, :3, 3].tolist(), raw, scale.tolist(), strict=True
+        )
+    ]
 
 
 def _graph(joints: list[Joint], shapes: list[Shape]) -> np.ndarray:

@@ -350,20 +350,32 @@ class ShapeGeometry:
     packets: int = 0
 
 
+def expand(kinds: np.ndarray, counts: np.ndarray, firsts: np.ndarray) -> np.ndarray:
+    """Triangles (GX order, clockwise from the front) of primitives of the given opcodes, vertex
+    counts and first vertex indices, in primitive order (numpy, no loop over primitives)."""
+    kinds, counts, firsts = (np.asarray(x, np.int64).reshape(-1) for x in (kinds, counts, firsts))
+    quads = (kinds == QUADS) | (kinds == QUADS2)
+    chained = (kinds == STRIP) | (kinds == FAN)
+    per = np.where(kinds == TRIANGLES, counts // 3, 0) + np.where(quads, counts // 4 * 2, 0)
+    per = per + np.where(chained, np.maximum(counts - 2, 0), 0)
+    primitive = np.repeat(np.arange(len(kinds)), per)
+    t = np.arange(len(primitive)) - np.repeat(np.cumsum(per) - per, per)  # triangle within its primitive
+    kind, first = kinds[primitive], firsts[primitive][:, None]
+    odd = (t % 2)[:, None]
+    corners = np.zeros((len(t), 3), np.int64)
+    for selected, local in (
+        (kind == TRIANGLES, 3 * t[:, None] + [0, 1, 2]),
+        (quads[primitive], 4 * (t // 2)[:, None] + np.where(odd, [0, 2, 3], [0, 1, 2])),
+        (kind == STRIP, t[:, None] + np.hstack([0 * odd, 1 + odd, 2 - odd])),
+        (kind == FAN, np.hstack([0 * odd, t[:, None] + 1, t[:, None] + 2])),
+    ):
+        corners[selected] = local[selected]
+    return corners + first
+
+
 def _pattern(kind: int, n: int) -> np.ndarray:
     """Triangles (GX order) of one primitive of ``n`` vertices, as indices into it."""
-    if kind == TRIANGLES:
-        return np.arange(n - n % 3).reshape(-1, 3)
-    if kind in (QUADS, QUADS2):
-        q = np.arange(n - n % 4).reshape(-1, 4)
-        return np.stack([q[:, [0, 1, 2]], q[:, [0, 2, 3]]], axis=1).reshape(-1, 3)
-    k = np.arange(2, n)
-    if kind == STRIP:
-        odd = k % 2 == 1
-        return np.stack([k - 2, np.where(odd, k, k - 1), np.where(odd, k - 1, k)], axis=1)
-    if kind == FAN:
-        return np.stack([np.zeros_like(k), k - 1, k], axis=1)
-    return np.zeros((0, 3), np.int64)
+    return expand([kind], [n], [0])
 
 
 def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGeometry:
@@ -395,7 +407,8 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
     stride = dtype.itemsize
     lists = shp1.lists
     slots = np.full(10, -1, np.int64)
-    records, triangles, draws = [], [], []
+    records, draws = [], []
+    primitive_kinds, primitive_counts, primitive_firsts = [], [], []
     primitives: dict[int, int] = {}
     sent = 0
     first_group, first_packet = int(entry["first_group"]), int(entry["first_packet"])
@@ -439,7 +452,9 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
                     f"SHP1 shape {shape}: a primitive of {n} vertices runs past its display list",
                 )
             packet_records.append(np.frombuffer(lists, dtype, n, pos))
-            triangles.append(_pattern(kind, n) + sent)
+            primitive_kinds.append(kind)
+            primitive_counts.append(n)
+            primitive_firsts.append(sent)
             primitives[kind] = primitives.get(kind, 0) + 1
             sent += n
             pos += n * stride
@@ -471,7 +486,7 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
             f"SHP1 shape {shape}: a matrix slot names a draw matrix past DRW1's ({len(model.drw1.kinds)})",
         )
     indices = {a: block[f"a{a}"].astype(np.int64) for a in fields if a >= POS}
-    tris = np.concatenate(triangles) if triangles else np.zeros((0, 3), np.int64)
+    tris = expand(primitive_kinds, primitive_counts, primitive_firsts)
     return ShapeGeometry(indices, draw, tris.astype(np.int64), primitives, int(entry["packet_count"]))
 
 

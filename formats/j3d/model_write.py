@@ -20,13 +20,25 @@ game needs is rebuilt for the edited shapes only:
   packets and display-list bytes are copied.
 - INF1: the scene graph loses removed shapes, gains added ones (under the root joint, each after
   its own material node), and moves a shape whose material changed; packet and position counts.
-- MAT3, TEX1, JNT1 and a BDL's MDL3 are kept as they are. MDL3 holds each material's GX
-  commands compiled from MAT3 and nothing from the shapes, so it stays valid while MAT3 is
-  unedited; renaming a material changes MAT3's name table only, which MDL3 does not mirror (its
-  own name table is a copy the runtime does not read for drawing).
+- JNT1: bounds are recomputed for the joints whose vertices changed extent (each joint's box in
+  its own space around the bind-pose vertices it moves); the stored bounds of the others are
+  kept (they are authoring leftovers that no formula reproduces).
+- MAT3, TEX1 and a BDL's MDL3 are kept as they are. MDL3 holds each material's GX commands
+  compiled from MAT3 and nothing from the shapes, so it stays valid while MAT3 is unedited.
+  ``rename_materials`` renames MAT3's materials and MDL3's copy of the names (the runtime finds
+  MDL3's lists by material index; they hold no names and stay byte for byte). Any other MAT3
+  edit (colours, TEV, textures) makes MDL3 stale: such a model must be written as a BMD (no
+  MDL3) until MDL3 is generated from MAT3, which this module does not do.
 
 ``new_model`` makes a model from nothing (joints, materials, textures, shapes) by building an
-empty one with ``model_build`` and adding the shapes with ``replace_shapes``.
+empty one with ``model_build`` and adding the shapes with ``replace_shapes``. ``shape_data``
+turns an imported Scene mesh back into ShapeData (the importer's layer names).
+
+What the format cannot hold raises ``ExportError`` naming the file and the shape: a joint index
+out of range, a vertex without weights or with more than ``MAX_WRITTEN_INFLUENCES`` joints, a
+shape without faces, a material MAT3 does not have, an array needing more than 65,536 entries
+(u8 indices are widened to u16 when they no longer fit), NBT normals, a shape the reader cannot
+decode (direct vertex data).
 """
 
 from __future__ import annotations
@@ -36,10 +48,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..errors import ExportError
+from ..rows import match_rows, unique_rows
 from ..scene import Mesh
 from . import materials, model_build
 from . import model_geometry as geometry
 from . import strips as stripper
+from .container import RawSection, aligned_padding, write_names
 from .mat3 import MAT3
 from .model import (
     ARRAY_ATTRIBUTES,
@@ -72,6 +86,7 @@ from .tex1 import TEX1
 MAX_INDEX = 0xFFFF  # a u16 array index
 MAX_WRITTEN_INFLUENCES = 8  # more joints per vertex than the game's tools ever wrote (5 seen)
 NORMAL_TOLERANCE = 2e-5  # per component: float32 noise of a reader's turned, normalised normal
+WELL_CONDITIONED = 10.0  # a draw matrix turning directions by at most this stretch
 WEIGHT_DIGITS = 6  # weights equal to this many decimals are one envelope
 MULTI, SINGLE = 3, 0
 
@@ -126,40 +141,6 @@ def _new_format(attribute: int) -> tuple:
     return (attribute, count, 4, 0, b"\xff" * 3)
 
 
-def _near(existing: np.ndarray, wanted: np.ndarray, tolerance: float) -> np.ndarray:
-    """For each wanted row, an existing row equal to it within ``tolerance`` per component
-    (exactly when 0), -1 where there is none."""
-    found = np.full(len(wanted), -1, np.int64)
-    if not len(existing) or not len(wanted):
-        return found
-    if tolerance == 0:
-        rows = np.concatenate([existing, wanted])
-        _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-        first_of_wanted = first[inverse.reshape(-1)[len(existing) :]]
-        return np.where(first_of_wanted < len(existing), first_of_wanted, -1)
-    cell = 2 * tolerance
-    mix = np.array(
-        [0x9E3779B1, 0x85EBCA77, 0xC2B2AE3D, 0x27D4EB2F, 0x165667B1][: existing.shape[1]], np.int64
-    )
-
-    def key(cells: np.ndarray) -> np.ndarray:
-        return (cells.astype(np.int64) * mix).sum(axis=1)
-
-    keys = key(np.floor(existing / cell))
-    order = np.argsort(keys, kind="stable")
-    sorted_keys = keys[order]
-    low, high = np.floor((wanted - tolerance) / cell), np.floor((wanted + tolerance) / cell)
-    components = wanted.shape[1]
-    for corner in range(1 << components):
-        pick = np.array([(corner >> c) & 1 for c in range(components)], bool)
-        candidate = np.searchsorted(sorted_keys, key(np.where(pick, high, low)))
-        candidate = np.minimum(candidate, len(order) - 1)
-        rows = order[candidate]
-        close = (np.abs(existing[rows] - wanted) <= tolerance).all(axis=1)
-        found = np.where((found < 0) & close, rows, found)
-    return found
-
-
 class _Arrays:
     """The VTX1 arrays being extended: existing entries kept, new values appended."""
 
@@ -195,7 +176,7 @@ class _Arrays:
             dtype = self._dtype(attribute)
             width = _components(attribute, entry)
             available = len(data) // (dtype.itemsize * width)
-            count = min(self.used.get(attribute, 0), available)
+            count = min(self.used.get(attribute, available), available)
             rows = np.frombuffer(data, dtype, count * width).reshape(count, width)
         self.rows[attribute] = rows
         return rows
@@ -216,10 +197,15 @@ class _Arrays:
         self.rows[attribute] = rows.astype(">f4")
 
     def index(
-        self, attribute: int, values: np.ndarray, shape: str, prefer: np.ndarray | None = None
+        self,
+        attribute: int,
+        values: np.ndarray,
+        shape: str,
+        prefer: np.ndarray | None = None,
+        append: bool = True,
     ) -> np.ndarray:
         """Indices of ``values`` (floats; colours (N, 4) uint8 RGBA) in the array, appending the new
-        ones; entries in ``prefer`` are looked at first."""
+        ones (``append`` False: -1 for them); entries in ``prefer`` are looked at first."""
         stored = self._stored(attribute)
         entry = self.entry(attribute)
         kind, shift = int(entry["type"]), int(entry["shift"])
@@ -229,6 +215,8 @@ class _Arrays:
         else:
             values = np.asarray(values, np.float64)[:, :width]
             raw = geometry.encode_array(values, attribute, kind, shift)
+            if raw is None and not append:
+                return np.full(len(values), -1, np.int64)
             if raw is None:
                 self._to_float(attribute)
                 stored, kind = self.rows[attribute], 4
@@ -241,14 +229,15 @@ class _Arrays:
         wanted = raw.astype(np.float64)
         found = np.full(len(raw), -1, np.int64)
         if prefer is not None and len(prefer):
-            hit = _near(stored[prefer].astype(np.float64), wanted, tolerance)
+            hit = match_rows(stored[prefer].astype(np.float64), wanted, tolerance)
             found = np.where(hit >= 0, prefer[hit], -1)
         rest = found < 0
-        found[rest] = _near(stored.astype(np.float64), wanted[rest], tolerance)
+        found[rest] = match_rows(stored.astype(np.float64), wanted[rest], tolerance)
         missing = found < 0
-        if missing.any():
-            new, inverse = np.unique(raw[missing], axis=0, return_inverse=True)
-            found[missing] = len(stored) + inverse.reshape(-1)
+        if missing.any() and append:
+            ids, first = unique_rows(raw[missing])
+            new = raw[missing][first]
+            found[missing] = len(stored) + ids
             self.rows[attribute] = np.concatenate([stored, new])
             self.changed.add(attribute)
         if len(found) and found.max() > MAX_INDEX:
@@ -268,8 +257,7 @@ class _Arrays:
         when none is free."""
         found = self.index(attribute, values, shape, own)
         rows = self.rows[attribute]
-        _, value_class = np.unique(rows, axis=0, return_inverse=True)
-        value_class = value_class.reshape(-1)
+        value_class, _ = unique_rows(rows)
         copies = np.bincount(value_class)
         span = int(groups.max(initial=0)) + 1
         key = found * span + groups
@@ -327,8 +315,19 @@ def _rank(name: str) -> int:
     return ARRAY_ATTRIBUTES.index(int(name[5:]))
 
 
-def _used_entries(model: Model, shapes: list[geometry.ShapeGeometry]) -> dict[int, int]:
-    """Per VTX1 attribute, how many entries the model's shapes use (positions: INF1's count)."""
+def _decoded(model: Model, shape: int, filename: str) -> geometry.ShapeGeometry | None:
+    """A shape's display lists decoded; None for one the reader leaves out (direct vertex data)."""
+    try:
+        return geometry.decode_shape(model, shape, filename)
+    except geometry.Unsupported:
+        return None
+
+
+def _used_entries(model: Model, shapes: list[geometry.ShapeGeometry | None]) -> dict[int, int]:
+    """Per VTX1 attribute, how many entries the model's shapes use (positions: INF1's count). With a
+    shape that cannot be decoded, every stored entry counts as used (none is cut off)."""
+    if any(shape is None for shape in shapes):
+        return {geometry.POS: model.inf1.vertex_count}
     used: dict[int, int] = {}
     for shape in shapes:
         for attribute, index in shape.indices.items():
@@ -377,14 +376,10 @@ class _Draws:
         self.new_envelopes: list[tuple] = []
 
     def add(self, key: tuple) -> None:
+        """A skin the edited shapes use; without a DRW1 entry, one is made (and its envelope, if new)."""
         if key in self.index or key in self.new_rigid or key in self.new_envelopes:
             return
-        if key[0] == "rigid":
-            self.new_rigid.append(key)
-        elif key in self.envelope_of:  # an envelope without a DRW1 entry of its own
-            self.new_envelopes.append(key)
-        else:
-            self.new_envelopes.append(key)
+        (self.new_rigid if key[0] == "rigid" else self.new_envelopes).append(key)
 
     def build(self) -> tuple[DRW1, EVP1, np.ndarray]:
         """The new DRW1 and EVP1, and the new index of every old DRW1 entry."""
@@ -396,6 +391,7 @@ class _Draws:
         old_index = dict(self.index)
         envelopes = len(self.envelopes)
         added_envelopes = [k for k in self.new_envelopes if k not in self.envelope_of]
+        orphans = len(added_envelopes) < len(self.new_envelopes)  # envelopes of EVP1 no DRW1 entry names
         for k in added_envelopes:
             self.envelope_of[k] = envelopes + added_envelopes.index(k)
         rigid = int(np.argmax(self.kinds != RIGID)) if (self.kinds != RIGID).any() else old
@@ -405,9 +401,7 @@ class _Draws:
             old == rigid + 2 * envelopes
             and (layout == WEIGHTED).all()
             and np.array_equal(self.values[rigid:], np.tile(np.arange(envelopes), 2))
-            and not [
-                k for k in self.new_envelopes if k in self.envelope_of and self.envelope_of[k] < envelopes
-            ]
+            and not orphans
         )
         rigid_joints = [k[1] for k in self.new_rigid]
         if canonical:  # rigid entries, the weighted block, the weighted block again
@@ -463,10 +457,10 @@ def _vertex_keys(data: ShapeData, joints_count: int, shape: str) -> tuple[list[t
     if used.sum(axis=1).max(initial=0) > MAX_WRITTEN_INFLUENCES:
         raise ExportError(f"{shape}: a vertex has more than {MAX_WRITTEN_INFLUENCES} joint weights")
     rows = np.concatenate([np.where(used, joints, -1), np.round(np.where(used, weights, 0), 7)], axis=1)
-    distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+    inverse, first = unique_rows(rows)
     k = joints.shape[1]
-    keys = [_skin_key(r[:k].astype(np.int64), r[k:]) for r in distinct]
-    return keys, inverse.reshape(-1)
+    keys = [_skin_key(r[:k].astype(np.int64), r[k:]) for r in rows[first]]
+    return keys, inverse
 
 
 # -- the scene graph ---------------------------------------------------------------------------
@@ -514,7 +508,11 @@ def _edit_graph(graph: np.ndarray, renumber: dict[int, int], materials: dict[int
     def walk(nodes: list[list], parent: list | None) -> list[list]:
         out = []
         for node in nodes:
+            had_shape = any(n[0] == NODE_SHAPE for n in node[2])
             node[2] = walk(node[2], node)
+            if node[0] == NODE_MATERIAL and had_shape and not any(n[0] == NODE_SHAPE for n in node[2]):
+                out.extend(node[2])  # its shape was removed: the game would draw a material without one
+                continue
             if node[0] != NODE_SHAPE:
                 out.append(node)
                 continue
@@ -599,20 +597,27 @@ def _normal_indices(
     arrays: _Arrays, normals: np.ndarray, corner_draw: np.ndarray, matrices: np.ndarray, shape: str
 ) -> np.ndarray:
     """NRM indices of model-space corner normals. An existing normal is reused when the reader would
-    turn it into the wanted one (compared where the reader compares: after its draw matrix, so
-    nearly flat joint scales lose nothing); others are turned back by Dᵀ (the inverse of the
-    reader's D⁻ᵀ) and appended."""
-    found = np.full(len(normals), -1, np.int64)
+    turn it into the wanted one: compared by direction with Dᵀ·n (the inverse of the reader's
+    D⁻ᵀ) where the draw matrix is well conditioned, and where the reader compares (after its own
+    turn) for nearly flat joint scales; others are turned back by Dᵀ and appended."""
+    turned = _unit(np.einsum("nji,nj->ni", matrices[corner_draw, :3, :3], normals))
     existing = arrays.decoded(geometry.NRM)
-    if existing is not None and len(existing):
+    if existing is None or not len(existing):
+        return arrays.index(geometry.NRM, turned, shape)
+    linear = matrices[:, :3, :3]
+    conditioned = np.linalg.cond(linear) < WELL_CONDITIONED
+    found = np.full(len(normals), -1, np.int64)
+    direct = conditioned[corner_draw]
+    found[direct] = match_rows(_unit(existing[:, :3]), turned[direct], NORMAL_TOLERANCE)
+    misses = found < 0
+    if misses.any():
         turn = normal_matrices(matrices)
-        for d in np.unique(corner_draw).tolist():
-            at = np.flatnonzero(corner_draw == d)
-            found[at] = _near(_unit(existing[:, :3] @ turn[d].T), normals[at], NORMAL_TOLERANCE)
+        for d in np.unique(corner_draw[misses & ~direct]).tolist():
+            at = np.flatnonzero(misses & (corner_draw == d))
+            found[at] = match_rows(_unit(existing[:, :3] @ turn[d].T), normals[at], NORMAL_TOLERANCE)
     missing = np.flatnonzero(found < 0)
     if len(missing):
-        turned = np.einsum("nji,nj->ni", matrices[corner_draw[missing], :3, :3], normals[missing])
-        found[missing] = arrays.index(geometry.NRM, _unit(turned), shape)
+        found[missing] = arrays.index(geometry.NRM, turned[missing], shape)
     return found
 
 
@@ -675,7 +680,8 @@ def _encode_shape(
             attributes.append(geometry.TEX[k])
     # One GX vertex per distinct (draw matrix, indices) corner.
     table = np.stack(columns, axis=1)
-    vertices, corner_of = np.unique(table, axis=0, return_inverse=True)
+    corner_of, first = unique_rows(table)
+    vertices = table[first]
     gx_triangles = corner_of.reshape(-1, 3)
 
     old_types = {} if old_descriptors is None else dict(old_descriptors.tolist())
@@ -745,12 +751,15 @@ def _place(table: bytearray, item: bytes, step: int) -> int:
 def _shp1(
     model: Model, order: list[int | None], encoded: dict[int, _Encoded], renumber: np.ndarray
 ) -> tuple[SHP1, int]:
-    """SHP1 with shapes in ``order`` (an old shape index, or None for the next encoded added one)."""
+    """SHP1 with the shapes in ``order`` (old indices; an encoded shape replaces or adds one). The
+    slot table is laid out again in shape order, each distinct run of slots once."""
     shp1 = model.shp1
     records = shp1.shapes()
     descriptors = bytearray(shp1.descriptors[: _descriptor_end(shp1)])
     old_slots = shp1.slots.astype(np.int64)
-    slots = list(np.where(old_slots == 0xFFFF, 0xFFFF, renumber[np.minimum(old_slots, len(renumber) - 1)]))
+    old_slots = np.where(old_slots == 0xFFFF, 0xFFFF, renumber[np.minimum(old_slots, len(renumber) - 1)])
+    slots: list[int] = []
+    runs: dict[tuple, int] = {}
     entries, groups, packets, lists = [], [], [], bytearray()
     for key in order:
         if key in encoded:
@@ -759,8 +768,7 @@ def _shp1(
             record["descriptor_offset"] = _place(descriptors, e.descriptors, DESCRIPTOR_DTYPE.itemsize)
             record["first_group"] = record["first_packet"] = len(groups)
             for (current, count, values), data in zip(e.groups, e.lists, strict=True):
-                first = _find_run(slots, values)
-                groups.append((current, count, first))
+                groups.append((current, count, _run(slots, runs, values)))
                 packets.append((len(data), len(lists)))
                 lists += data
         else:
@@ -771,7 +779,7 @@ def _shp1(
                 current, count, first = shp1.groups[first_group + p].tolist()
                 size, offset = shp1.packets[first_packet + p].tolist()
                 current = current if current == 0xFFFF else int(renumber[min(current, len(renumber) - 1)])
-                groups.append((current, count, first))
+                groups.append((current, count, _run(slots, runs, old_slots[first : first + count].tolist())))
                 packets.append((size, len(lists)))
                 lists += shp1.lists[offset : offset + size]
         entries.append(record)
@@ -779,7 +787,7 @@ def _shp1(
         shp1,
         entries=np.array(entries, SHAPE_DTYPE),
         remap=np.arange(len(entries), dtype=">u2"),
-        names=[],
+        names=[shp1.names[k] if k < len(shp1.names) else f"shape{k}" for k in order] if shp1.names else [],
         descriptors=bytes(descriptors),
         slots=np.array(slots, ">u2"),
         lists=bytes(lists),
@@ -789,14 +797,13 @@ def _shp1(
     return section, len(groups)
 
 
-def _find_run(slots: list[int], values: list[int]) -> int:
-    """Where ``values`` sit in the slot table (appended when they are not there)."""
-    n = len(values)
-    for at in range(len(slots) - n + 1):
-        if slots[at] == values[0] and slots[at : at + n] == values:
-            return at
-    slots.extend(values)
-    return len(slots) - n
+def _run(slots: list[int], runs: dict[tuple, int], values: list[int]) -> int:
+    """Where a packet's run of slots starts in the table (appended the first time it is seen)."""
+    key = tuple(values)
+    if key not in runs:
+        runs[key] = len(slots)
+        slots.extend(values)
+    return runs[key]
 
 
 # -- the entry points -----------------------------------------------------------------------
@@ -838,9 +845,14 @@ def replace_shapes(
     staged = replace(model, sections=[sections.get(type(s), s) for s in model.sections])
     matrices = geometry.draw_skin(staged, world, filename).matrices
 
-    decoded = [geometry.decode_shape(model, s, filename) for s in range(shape_count)]
+    decoded = [_decoded(model, s, filename) for s in range(shape_count)]
+    for s in shapes:
+        if decoded[s] is None:
+            raise ExportError(
+                f"{filename}: shape{s} sends vertex data in its display lists (direct), not written"
+            )
     arrays = _Arrays(model, _used_entries(model, decoded))
-    own = {s: np.unique(g.indices.get(geometry.POS, np.zeros(0, np.int64))) for s, g in enumerate(decoded)}
+    own = {s: np.unique(g.indices.get(geometry.POS, [])).astype(np.int64) for s, g in enumerate(decoded) if g}
     old_records = model.shp1.shapes()
     encoded = {}
     for key, data, name in jobs:
@@ -868,21 +880,26 @@ def replace_shapes(
         vertex_count=arrays.count(geometry.POS),
     )
     sections.update({INF1: inf1, SHP1: shp1, VTX1: arrays.section()})
-    before = [_imported(model, s, world, filename) for s in range(shape_count)]
-    after = [before[s] if s not in encoded else shapes[s] for s in range(shape_count) if s not in removed]
+    skin = geometry.draw_skin(model, world, filename)
+    positions = geometry.decode_array(model, geometry.POS, filename)
+    before = [_imported(g, positions, skin) for g in decoded if g is not None]
+    after = [
+        shapes[s] if s in encoded else _imported(decoded[s], positions, skin)
+        for s in range(shape_count)
+        if s not in removed and decoded[s] is not None
+    ]
     sections[JNT1] = _joint_bounds(model.jnt1, world, before, after + list(added))
     return Model(model.kind, [sections.get(type(s), s) for s in model.sections], model.framing)
 
 
-def _imported(model: Model, shape: int, world: np.ndarray, filename: str) -> ShapeData:
+def _imported(g: geometry.ShapeGeometry, positions: np.ndarray | None, skin: geometry.Skin) -> ShapeData:
     """A shape's bind-pose vertices and skin as the importer places them (no corner data)."""
-    skin = geometry.draw_skin(model, world, filename)
-    g = geometry.decode_shape(model, shape, filename)
+    if positions is None or geometry.POS not in g.indices:
+        empty = np.zeros((0, 1))
+        return ShapeData(np.zeros((0, 3)), np.zeros((0, 3), np.int64), empty.astype(np.int64), empty)
     keys = g.indices[geometry.POS] * len(skin.matrices) + g.draw
     _, first = np.unique(keys, return_index=True)
-    points = geometry.decode_array(model, geometry.POS, filename)[g.indices[geometry.POS][first]].astype(
-        np.float64
-    )
+    points = positions[g.indices[geometry.POS][first]].astype(np.float64)
     if points.shape[1] == 2:
         points = np.concatenate([points, np.zeros((len(points), 1))], axis=1)
     matrices = skin.matrices[g.draw[first]]
@@ -957,3 +974,25 @@ def new_model(
             )
     empty = model_build.skeleton(joints, materials, textures, scaling_rule)
     return replace_shapes(empty, {}, shapes, filename=filename)
+
+
+MDL3_NAMES = 0x20  # MDL3 header: offset of its name table (the section's last table)
+
+
+def rename_materials(model: Model, names: list[str], filename: str = "<bytes>") -> Model:
+    """The model with its materials renamed: MAT3's name table and, in a BDL, the copy MDL3 keeps
+    (MDL3's display lists are found by material index and hold no names: they stay as they are)."""
+    if len(names) != len(model.mat3.names):
+        raise ExportError(f"{filename}: {len(names)} material names for {len(model.mat3.names)} materials")
+    sections = []
+    for section in model.sections:
+        if isinstance(section, MAT3):
+            section = replace(section, names=list(names))
+        elif isinstance(section, RawSection) and section.magic == b"MDL3":
+            at = int.from_bytes(section.data[MDL3_NAMES : MDL3_NAMES + 4], "big")
+            body = bytearray(section.data[:at] + write_names(list(names)))
+            body += aligned_padding(len(body), 32)
+            body[4:8] = len(body).to_bytes(4, "big")
+            section = replace(section, data=bytes(body))
+        sections.append(section)
+    return replace(model, sections=sections)

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 import structure
 import support
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from retro_models.formats import archives
 from retro_models.formats.errors import ExportError
 from retro_models.formats.j3d import model, model_build, model_convert, model_geometry, model_write, strips
@@ -167,6 +169,99 @@ def assert_draws(primitives, triangles):
     assert all(len(v) <= 0xFFFF for _, v in primitives)
 
 
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", corpus_names())
+def test_new_draw_matrices_renumber_the_other_shapes_slots_and_keep_their_geometry(name):
+    m = model.read(corpus_models()[name], name)
+    rigid = set(m.drw1.values[m.drw1.kinds == 0].tolist())
+    free = [j for j in range(len(m.jnt1.remap)) if j not in rigid]
+    if not free or not len(m.evp1.counts):
+        pytest.skip("no skinned model with a joint lacking a rigid draw matrix")
+    scene = model_convert.to_scene(m)
+    data = model_write.shape_data(scene.meshes[0])
+    data.joints = np.zeros((len(data.positions), 2), np.int64)
+    data.weights = np.zeros((len(data.positions), 2))
+    data.joints[:, 0], data.weights[:, 0] = free[0], 1.0  # a new rigid entry before the weighted block
+    data.joints[0], data.weights[0] = (free[0], free[-1] if free[-1] != free[0] else 0), (0.25, 0.75)
+    out = model.read(rewritten(m, {0: data}))
+    assert len(out.drw1.kinds) > len(m.drw1.kinds)
+    again = model_convert.to_scene(out)
+    for a, b in zip(scene.meshes[1:], again.meshes[1:], strict=True):
+        assert_same_mesh(a, b)
+    # shape 0: every vertex where it was (within the arrays' fixed point), on its new draw matrices
+    got = again.meshes[0]
+    distance = np.linalg.norm(
+        got.positions[:, None].astype(float) - data.positions[None].astype(float), axis=2
+    )
+    assert distance.min(axis=1).max() < 0.01 * max(1.0, float(np.abs(data.positions).max()))
+    assert len(got.triangles) == len(data.triangles)
+    assert set(got.skin_joints[got.skin_weights > 0].tolist()) == set(data.joints[data.weights > 0].tolist())
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", corpus_names())
+def test_every_corpus_vertex_moved_reimports_moved_and_nothing_else_changed(name):
+    m = model.read(corpus_models()[name], name)
+    scene = model_convert.to_scene(m)
+    scale = max(1.0, max(float(np.abs(mesh.positions).max()) for mesh in scene.meshes))
+    shift = np.array([0.5, 0.25, -0.125]) * scale / 8
+    edited = {}
+    for s, mesh in enumerate(scene.meshes):
+        edited[s] = model_write.shape_data(mesh)
+        edited[s].positions = mesh.positions + shift
+    again = model_convert.to_scene(model.read(rewritten(m, edited)))
+    for a, b in zip(scene.meshes, again.meshes, strict=True):
+        # the vertices may come back in another order (new array entries): compare what is where
+        assert a.positions.shape == b.positions.shape and a.triangles.shape == b.triangles.shape
+        np.testing.assert_allclose(
+            np.sort(a.positions + shift, axis=0), np.sort(b.positions, axis=0), atol=1e-3 * scale
+        )
+        rows = lambda mesh: np.concatenate([mesh.skin_joints, mesh.skin_weights], axis=1)  # noqa: E731
+        np.testing.assert_array_equal(np.unique(rows(a), axis=0), np.unique(rows(b), axis=0))
+        for x, y in zip(a.uv_layers + a.color_layers, b.uv_layers + b.color_layers, strict=True):
+            np.testing.assert_allclose(np.sort(x.data, axis=0), np.sort(y.data, axis=0), atol=1e-5)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", corpus_names())
+def test_a_corpus_shape_removed_and_another_added(name):
+    m = model.read(corpus_models()[name], name)
+    scene = model_convert.to_scene(m)
+    count = len(scene.meshes)
+    gone = count // 2 if count > 1 else None
+    extra = model_write.shape_data(scene.meshes[-1])
+    extra.positions = extra.positions + 10.0
+    out = model.read(rewritten(m, {}, added=[extra], removed={gone} if gone is not None else set()))
+    again = model_convert.to_scene(out).meshes
+    kept = [mesh for s, mesh in enumerate(scene.meshes) if s != gone]
+    assert len(again) == len(kept) + 1
+    for a, b in zip(kept, again, strict=False):
+        assert_same_mesh(a, b)
+    materials = model_geometry.read_graph(out).shape_materials
+    assert materials[-1] == extra.material
+    assert len(again[-1].triangles) == len(extra.triangles)
+    np.testing.assert_allclose(
+        np.sort(again[-1].positions, axis=0),
+        np.sort(extra.positions, axis=0),
+        atol=0.01 * max(1.0, float(np.abs(extra.positions).max())),
+    )
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", [n for n in corpus_names() if n.endswith(".bdl")])
+def test_renamed_materials_keep_mdl3_display_lists_and_rename_its_copy_of_the_names(name):
+    data = corpus_models()[name]
+    m = model.read(data, name)
+    assert model.write(model_write.rename_materials(m, m.mat3.names)) == data
+    names = [f"renamed{i}" for i in range(len(m.mat3.names))]
+    out = model.read(model.write(model_write.rename_materials(m, names)))
+    assert structure.problems(model.write(out)) == []
+    assert out.mat3.names == names
+    at = int.from_bytes(m.raw(b"MDL3").data[0x20:0x24], "big")
+    assert out.raw(b"MDL3").data[:4] == b"MDL3" and out.raw(b"MDL3").data[8:at] == m.raw(b"MDL3").data[8:at]
+    assert [x.name for x in model_convert.to_scene(out).materials] == names
+
+
 # -- edits on the generated model -------------------------------------------------------------------
 
 
@@ -283,6 +378,8 @@ def test_an_added_and_a_removed_shape():
     assert_same_corners(extra, model_write.shape_data(again.meshes[1]))
     graph = model_geometry.read_graph(out)
     assert graph.shape_materials.tolist() == [1, 1]
+    nodes = out.inf1.graph.tolist()
+    assert (0x11, 0) not in nodes  # material 0 lost its only shape: no material node is left without one
     assert out.inf1.packet_count == int(out.shp1.shapes()["packet_count"].sum())
 
 
@@ -401,3 +498,92 @@ def test_strips_of_a_grid_and_a_ribbon_longer_than_one_primitive():
     primitives = strips.strip(ribbon)
     assert_draws(primitives, ribbon)
     assert len(primitives) == 2 and primitives[0][0] == strips.STRIP
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    vertices=st.integers(3, 60),
+    faces=st.integers(1, 120),
+    influences=st.integers(1, 3),
+)
+def test_random_meshes_on_the_generated_model(seed, vertices, faces, influences):
+    """Any mesh (repeated corners, shared and lone vertices, mixed skins) round-trips and is sound."""
+    rng = np.random.default_rng(seed)
+    m, _ = generated()
+    positions = rng.normal(0, 3, (vertices, 3))
+    triangles = np.array([rng.choice(vertices, 3, replace=False) for _ in range(faces)])
+    joints = np.stack([rng.choice(3, influences, replace=False) for _ in range(vertices)])
+    weights = rng.random((vertices, influences)) + 0.05
+    weights[rng.random(vertices) < 0.5, 1:] = 0  # about half the vertices rigid
+    weights /= weights.sum(axis=1, keepdims=True)
+    normals = rng.normal(size=(vertices, 3))
+    normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+    uvs = rng.random((3 * faces, 2))
+    data = model_write.ShapeData(
+        positions, triangles, joints, weights, normals, uvs=[uvs] + [None] * 7, material=1
+    )
+    out = model.read(rewritten(m, {1: data}))
+    got = model_write.shape_data(model_convert.to_scene(out).meshes[1])
+    used = np.unique(triangles)
+    assert len(got.positions) == len(used)
+    assert_same_corners(data, got, atol=1e-3)
+
+
+def test_a_mesh_with_hundreds_of_draw_matrices_splits_into_packets_that_reuse_slots():
+    rng = np.random.default_rng(5)
+    joints = [model_build.Joint("root", -1)] + [
+        model_build.Joint(f"j{i}", i - 1, (1.0, 0.0, 0.0)) for i in range(1, 12)
+    ]
+    side = 20
+    grid = np.stack(np.meshgrid(np.arange(float(side)), np.arange(float(side))), -1).reshape(-1, 2)
+    positions = np.concatenate([grid, np.zeros((len(grid), 1))], axis=1)
+    r, c = np.meshgrid(np.arange(side - 1), np.arange(side - 1), indexing="ij")
+    a, b, d, e = r * side + c, r * side + c + 1, (r + 1) * side + c, (r + 1) * side + c + 1
+    triangles = np.stack([a, b, d, b, e, d], -1).reshape(-1, 3)  # counter-clockwise from +Z
+    first = np.clip((grid[:, 0] // 2).astype(int), 0, 10)
+    skin_joints = np.stack([first, first + 1], axis=1)
+    weights = np.round(rng.random(len(grid)), 1)[:, None] * [1, -1] + [0, 1]
+    shape = model_write.ShapeData(
+        positions, triangles, skin_joints, weights, np.tile([0, 0, 1.0], (len(grid), 1))
+    )
+    out = model.read(model.write(model_write.new_model(joints, [shape], ["m"])))
+    assert structure.problems(model.write(out)) == []
+    groups = out.shp1.groups
+    assert len(groups) > 3 and (groups["count"] <= 10).all()
+    assert (out.shp1.slots == 0xFFFF).any()  # matrices kept from the packet before
+    assert_same_corners(shape, model_write.shape_data(model_convert.to_scene(out).meshes[0]), joints=12)
+
+
+def test_a_model_with_a_shape_the_reader_leaves_out_can_still_be_edited_elsewhere():
+    m, scene = generated()
+    at = int(m.shp1.shapes()[0]["descriptor_offset"])
+    pairs = np.frombuffer(m.shp1.descriptors, model.DESCRIPTOR_DTYPE).copy()
+    pairs["type"][at // 8] = 1  # shape 0 sends its positions directly
+    m.shp1.descriptors = pairs.tobytes()
+    edited = model_write.shape_data(scene.meshes[1])
+    edited.positions = edited.positions + 1
+    out = model.read(model.write(model_write.replace_shapes(m, {1: edited})))
+    assert shape_bytes(out, 0) == shape_bytes(m, 0)
+    assert_same_corners(edited, model_write.shape_data(model_convert.to_scene(out).meshes[0]))
+    with pytest.raises(ExportError, match="shape0 sends vertex data"):
+        model_write.replace_shapes(m, {0: edited})
+
+
+def test_joints_from_rest_matrices_give_the_same_rest_matrices_back():
+    rng = np.random.default_rng(3)
+    joints = [model_build.Joint("root", -1, (1.0, 2.0, 3.0), (100, -2000, 300))]
+    for i in range(1, 8):
+        rotation = tuple(int(r) for r in rng.integers(-32768, 32767, 3))
+        joints.append(
+            model_build.Joint(
+                f"j{i}", int(rng.integers(0, i)), tuple(rng.normal(0, 5, 3)), rotation, (1.0, 1.0, 1.0)
+            )
+        )
+    joints[3].scale = (-1.0, 1.0, 1.0)  # a mirrored joint
+    m = model_build.skeleton(joints, ["m"])
+    parents = [j.parent for j in joints]
+    world = model_geometry.world_matrices(m, np.array(parents))
+    again = model_build.joints_from_rest([j.name for j in joints], parents, world)
+    rebuilt = model_geometry.world_matrices(model_build.skeleton(again, ["m"]), np.array(parents))
+    np.testing.assert_allclose(rebuilt, world, atol=1e-3)
