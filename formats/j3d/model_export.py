@@ -25,7 +25,6 @@ import hashlib
 
 import numpy as np
 
-from ..curves import matrix_to_euler
 from ..errors import ExportError
 from ..scene import Image, Layer, Material, Mesh, Scene, apply_matrix, axis_matrix, tree_order
 from ..textures import gx
@@ -471,25 +470,14 @@ def _new_materials(chosen: list[Material]) -> MAT3:
     return MAT3(records, np.arange(count, dtype=">u2"), [m.name for m in chosen], tables)
 
 
-def _joints(skeleton, filename: str) -> list:
-    """The bones as J3D joints (parents first): local translation, rotation (raw, XYZ) and scale."""
+def _joints(skeleton, filename: str) -> list[model_build.Joint]:
+    """The bones as J3D joints: one root, each bone after its parent (as the game's joint tree)."""
     order = tree_order(skeleton.parents)
     if order != list(range(len(order))) or (np.asarray(skeleton.parents) < 0).sum() != 1:
         raise ExportError(
             f"{filename}: armature {skeleton.name!r} needs one root bone and each bone after its parent"
         )
-    local = skeleton.local_rest()
-    scale = np.linalg.norm(local[:, :3, :3], axis=1)
-    rotation = local[:, :3, :3] / np.where(scale > 0, scale, 1)[:, None, :]
-    angles = np.stack([matrix_to_euler(r[None])[0] for r in rotation])
-    raw = np.rint(angles / np.pi * 32768).astype(np.int64)
-    raw = (raw + 32768) % 65536 - 32768
-    return [
-        model_build.Joint(
-            name, int(parent), tuple(local[j, :3, 3]), tuple(int(v) for v in raw[j]), tuple(scale[j])
-        )
-        for j, (name, parent) in enumerate(zip(skeleton.bone_names, skeleton.parents, strict=True))
-    ]
+    return model_build.joints_from_rest(skeleton.bone_names, list(skeleton.parents), skeleton.rest)
 
 
 def _new_textures(images: list[Image], fmt: int) -> TEX1:
