@@ -12,7 +12,8 @@ same bytes:
   table, a copy of a material (same slot, another name) becomes a new MAT3 entry copying its
   record;
 - an image whose pixels changed (``Image.extras[PIXELS]``, ``pixels_digest``) is encoded again in
-  its TEX1 format (or every image in ``image_format``);
+  its TEX1 format (or every image in ``image_format``), and so is an image a material's texture
+  slot shows instead of its own (swapped): into the texture the slot showed;
 - the joints must be the model's: a bone the model does not have is refused by name.
 
 A scene without a kept model (made in Blender) becomes a new model (``model_write.new_model``).
@@ -87,7 +88,7 @@ def from_scene(
     model = read(kept, filename)
     _check_joints(model, scene, filename)
     slots = _materials(model, scene, filename)
-    _images(model, scene, image_format)
+    _images(model, scene, slots, image_format, filename)
     _shapes(model, scene, slots, filename)
     return model
 
@@ -190,18 +191,30 @@ def as_bmd(model: Model) -> None:
 # -- images -------------------------------------------------------------------------------
 
 
-def _images(model: Model, scene: Scene, image_format: str) -> None:
+def _images(model: Model, scene: Scene, slots: list[int], image_format: str, filename: str) -> None:
     """Images whose pixels changed (or every image, for another ``image_format``) encoded again into
-    their TEX1 entries."""
+    their TEX1 entries; a texture a material shows that is another image now (swapped in its image
+    node) becomes that image."""
     tex1 = model.tex1
+    wanted: dict[int, Image] = {}
     for image in scene.images:
         index = image.extras.get("tex1_index")
         if not isinstance(index, int) or not 0 <= index < len(tex1.headers):
             continue
         if image.pixels is None:
             continue  # a placeholder for texels the import could not decode: kept as they are
-        if image_format == ORIGINAL and image.extras.get(PIXELS) == pixels_digest(image.pixels):
+        if image_format != ORIGINAL or image.extras.get(PIXELS) != pixels_digest(image.pixels):
+            wanted[index] = image
+    tables = materials.read_tables(model.mat3)
+    for material, slot in zip(scene.materials, slots, strict=True):
+        if slot < 0:
             continue
+        _, shown = materials.approximate(model.mat3, tables, slot, tex1, filename)
+        for texture, index in zip(material.textures, shown, strict=False):
+            image = scene.images[texture.image]
+            if image.extras.get("tex1_index") != index and image.pixels is not None:
+                wanted[index] = image
+    for index, image in wanted.items():
         _encode_image(tex1, index, image, image_format)
 
 

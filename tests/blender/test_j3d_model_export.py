@@ -232,6 +232,23 @@ def test_an_edited_image_is_encoded_again_in_its_format(empty_scene, tmp_path):
     assert not np.array_equal(decoded, tex1.decode(original.tex1, 0))
 
 
+def test_an_image_swapped_in_the_material_replaces_the_texture_it_showed(empty_scene, tmp_path):
+    source = generated_file(tmp_path)
+    armature = import_model(source)
+    material = _meshes(armature)["shape0"].data.materials[0]
+    node = next(n for n in material.node_tree.nodes if n.type == "TEX_IMAGE")
+    swapped = bpy.data.images.new("painted", 16, 8, alpha=True)
+    swapped.pixels.foreach_set(np.tile([0.0, 0.0, 1.0, 1.0], 16 * 8).astype(np.float32))
+    node.image = swapped
+    out = tmp_path / "swapped.bmd"
+    retro_models.export_file(bpy.context, str(out))
+    written = model.read(out.read_bytes())
+    header = written.tex1.headers[0]
+    assert (header["width"], header["height"], header["format"]) == (16, 8, 1)  # I8, as the texture was
+    decoded = tex1.decode(written.tex1, 0)
+    assert (decoded == decoded[0, 0]).all() and decoded[0, 0, 0] < 64  # blue's intensity
+
+
 def test_a_deleted_mesh_removes_its_shape(empty_scene, tmp_path):
     armature = import_model(generated_file(tmp_path))
     bpy.data.objects.remove(_meshes(armature)["shape0"])

@@ -256,3 +256,24 @@ def test_a_material_of_another_model_is_refused_by_name():
     scene.meshes[0].materials = [len(scene.materials) - 1]
     with pytest.raises(ExportError, match=f"'{foreign.name}'"):
         _export(scene)
+
+
+def test_an_image_swapped_into_a_material_replaces_the_texture_it_showed():
+    data = support.corpus_file("j3d-models/ba.bdl").read_bytes()
+    scene = _scene(data)
+    material = next(m for m in scene.materials if m.textures)
+    shown = material.textures[0].image
+    other = next(
+        i for i, image in enumerate(scene.images) if image.pixels.shape != scene.images[shown].pixels.shape
+    )
+    material.textures[0].image = other
+    written = model.read(_export(scene))
+    original = model.read(data)
+    index = scene.images[shown].extras["tex1_index"]
+    height, width = scene.images[other].pixels.shape[:2]
+    header = written.tex1.headers[index]
+    assert (header["width"], header["height"]) == (width, height)
+    assert header["format"] == original.tex1.headers[index]["format"]
+    for i in range(len(original.tex1.headers)):
+        if i != index:
+            assert np.array_equal(tex1.decode(written.tex1, i), tex1.decode(original.tex1, i))
