@@ -162,13 +162,14 @@ def default_path(context) -> str:
         armature, meshes = export_objects(context)
     except ExportError:
         return ""
+    record = props.import_record([armature, *meshes])
     source = props.source_file([armature, *meshes])
-    if not source:
+    if record is None or not source:
         return ""
-    name = os.path.basename(source.replace("\\", "/"))
-    if os.path.splitext(name)[1].lower() not in files.MODEL_EXTENSIONS:
-        record = props.import_record([armature])
-        name = f"{props.to_python(record[props.SCENE])['name'] if record is not None else 'model'}.bmd"
+    name = os.path.basename(source)
+    if os.path.splitext(name)[1].lower() not in files.MODEL_EXTENSIONS:  # a model of an archive: its name
+        kind = props.get_extras(record, "kind").get("kind")
+        name = f"{props.to_python(record[props.SCENE])['name']}{'.bdl' if kind == 'bdl4' else '.bmd'}"
     folder = os.path.dirname(bpy.data.filepath) or os.path.dirname(source)
     return os.path.join(folder, name)
 

@@ -95,6 +95,9 @@ def test_the_export_is_in_the_menu_and_offers_the_models_name(empty_scene, tmp_p
 
     import_model(generated_file(tmp_path))
     assert os.path.basename(j3d_model.default_path(bpy.context)) == "generated.bmd"
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    import_model(corpus_file("j3d-models/SunshineMario.arc"), model="ma_mdl1")  # a model of an archive
+    assert os.path.basename(j3d_model.default_path(bpy.context)) == "ma_mdl1.bmd"
 
 
 def test_a_moved_vertex_moves_and_every_other_mesh_keeps_its_values(empty_scene, tmp_path):
