@@ -49,7 +49,7 @@ build: validate
 	$(VENV)/bin/python tools/extension.py build --output-dir build
 
 demo: $(VENV)/.stamp
-	$(VENV)/bin/python tools/demo.py --out build/demo
+	$(VENV)/bin/python tools/render.py demo --out build/demo
 
 # Every workload of issue 20 with its ratios and goals (bench/bench.py), then the format-only benches.
 bench: $(VENV)/.stamp

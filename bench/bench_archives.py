@@ -1,11 +1,12 @@
-"""How fast Yaz0 decompresses and compresses, and how well it compresses.
+"""How fast Yaz0 decompresses and compresses, how well it compresses, and archive write-back.
 
-Decompression speed (MB/s of output, best of a few runs) on the real Yaz0 archive
-SunshineMario.arc when ../shared/corpus is present, and on a larger generated stream (varied
-data: runs, repeats, text-like and random spans, compressed by the add-on's own encoder);
-compression speed and ratio against the original archive's compressed size. Each speed is
-given by the wall clock and by the process's CPU time (the same on an idle machine; on a
-shared one, the CPU time is what the code costs).
+For every file of ../shared/corpus (when present): the Yaz0 compression of its content (a
+compressed file's decompressed bytes), its size against the content's, against the original
+file's for the files that came compressed (Nintendo's encoder), and the speed in MB/s of input;
+the decompression speed of the compressed ones; the write-back of SunshineMario.arc unchanged
+and with one member replaced. Then a larger generated stream (runs, repeated records, text-like
+and random spans). Each speed is given by the wall clock and by the process's CPU time (the same
+on an idle machine; on a shared one, the CPU time is what the code costs).
 
     .venv/bin/python bench/bench_archives.py
 """
@@ -23,9 +24,11 @@ import addon_package  # noqa: E402
 import numpy as np  # noqa: E402
 
 addon_package.load()
-from retro_models.formats.archives import compression  # noqa: E402
+from retro_models.formats import archives  # noqa: E402
+from retro_models.formats.archives import compression, writeback  # noqa: E402
 
-CORPUS_ARCHIVE = ROOT.parent / "shared" / "corpus" / "j3d-models" / "SunshineMario.arc"
+CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS_ARCHIVE = CORPUS / "j3d-models" / "SunshineMario.arc"
 GENERATED_SIZE = 6 << 20
 RUNS = 5
 
@@ -78,18 +81,18 @@ def report_decompression(label: str, packed: bytes) -> None:
     print(f"  first 4096 bytes only: {prefix[0] * 1000:.2f} ms")
 
 
-def report_compression(label: str, data: bytes, original: int | None) -> bytes:
+def report_compression(label: str, data: bytes, original: int | None, runs: int = 1) -> bytes:
     packed = b""
 
     def run():
         nonlocal packed
         packed = compression.compress(data)
 
-    seconds = best_seconds(run, 1)
+    seconds = best_seconds(run, runs)
     assert compression.decompress(packed, label) == data
     line = (
-        f"Yaz0 compress {label}: {len(data) / 1e6:.2f} MB → {len(packed) / 1e6:.3f} MB "
-        f"({len(packed) / len(data):.1%}) in {speed(len(data), seconds)}"
+        f"Yaz0 compress {label}: {len(data) / 1e6:.3f} MB → {len(packed) / 1e6:.3f} MB "
+        f"({len(packed) / max(len(data), 1):.1%}) in {speed(len(data), seconds)}"
     )
     if original:
         line += f"; the original file: {original / 1e6:.3f} MB (ours is {len(packed) / original:.3f}×)"
@@ -97,13 +100,37 @@ def report_compression(label: str, data: bytes, original: int | None) -> bytes:
     return packed
 
 
+def report_write_back(path: Path) -> None:
+    data = path.read_bytes()
+    seconds = best_seconds(lambda: writeback.replace_members(data, path.name, {}))
+    print(f"write-back {path.name} unchanged (same bytes): {seconds[0] * 1000:.0f} ms")
+    member = next(m for m in archives.read_archive(data, path.name).members() if m.path.endswith(".bck"))
+    written = b""
+
+    def replace():
+        nonlocal written
+        written = writeback.replace_members(data, path.name, {member.path: member.data[::-1]})
+
+    seconds = best_seconds(replace, 1)
+    print(
+        f"write-back {path.name} with {member.path} replaced: {len(written) / 1e6:.3f} MB "
+        f"({len(written) / len(data):.3f}× the original) in {seconds[0] * 1000:.0f} ms (CPU {seconds[1] * 1000:.0f} ms)"
+    )
+
+
 def main() -> None:
+    corpus = sorted(p for p in CORPUS.glob("*/*") if p.suffix != ".md") if CORPUS.exists() else []
+    if not corpus:
+        print(f"({CORPUS} is absent: the real files are skipped)")
+    for path in corpus:
+        packed = path.read_bytes()
+        if compression.is_compressed(packed):
+            report_decompression(path.name, packed)
+            report_compression(path.name, compression.decompress(packed), len(packed))
+        else:
+            report_compression(path.name, packed, None, RUNS if len(packed) < 1 << 18 else 1)
     if CORPUS_ARCHIVE.exists():
-        packed = CORPUS_ARCHIVE.read_bytes()
-        report_decompression(CORPUS_ARCHIVE.name, packed)
-        report_compression(CORPUS_ARCHIVE.name, compression.decompress(packed), len(packed))
-    else:
-        print(f"({CORPUS_ARCHIVE} is absent: the real archive is skipped)")
+        report_write_back(CORPUS_ARCHIVE)
     data = generated(GENERATED_SIZE)
     packed = report_compression("generated", data, None)
     report_decompression("generated", packed)

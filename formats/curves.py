@@ -255,6 +255,13 @@ def _correct_handles(p0, p1, p2, p3):
 
 def _first_crossing(x0, x1, x2, x3, target):
     """The smallest t in [0, 1] where the Bézier frame curve reaches ``target`` (it may turn back)."""
+    span = x3 - x0
+    # Handles a third of the way along (Hermite keys, bakes): the frame is linear in t.
+    even = (np.abs(x1 - x0 - span / 3) <= 1e-9 * np.abs(span)) & (
+        np.abs(x3 - x2 - span / 3) <= 1e-9 * np.abs(span)
+    )
+    if even.all():
+        return np.clip((target - x0) / np.where(span > 0, span, 1.0), 0.0, 1.0)
     grid = np.linspace(0.0, 1.0, 33)
     xs = _bezier(x0[..., None], x1[..., None], x2[..., None], x3[..., None], grid) - target[..., None]
     crossed = np.diff(np.sign(xs), axis=-1) != 0
@@ -267,6 +274,110 @@ def _first_crossing(x0, x1, x2, x3, target):
         lo = np.where(before, t, lo)
         hi = np.where(before, hi, t)
     return (lo + hi) / 2
+
+
+# A baked channel's Bézier keys may leave the curve they follow by this much (pose units; for a
+# quaternion about 6e-4 degrees) before a key is added between two; a frame is halved at most
+# BAKE_HALVINGS times (1/32 frame: wider than the keys Blender merges).
+BAKE_TOLERANCE = 5e-6
+BAKE_HALVINGS = 5
+_SLOPE_STEP = 1e-4  # frames between the samples a one-sided slope is measured from
+
+
+def bake_frames(times: np.ndarray) -> np.ndarray:
+    """Every whole frame of the keyed range plus the key times themselves."""
+    whole = np.arange(np.ceil(times[0]), np.floor(times[-1]) + 1)
+    return np.union1d(whole, times)
+
+
+def bake_keys(times, evaluate, quaternion: bool = False):
+    """Bézier keys (frames, values, handles_left, handles_right) that play ``evaluate`` (frames (N,) →
+    values (N, C)), a curve no per-component map carries, at every frame and between frames.
+
+    Keys at every whole frame and key time (``bake_frames``), each handle a third of the way to its
+    neighbour along the curve's slope on that side (a kink at a key stays one); then, wherever the
+    Bézier segment leaves the curve by more than ``BAKE_TOLERANCE`` at a quarter, half or three
+    quarters of it, a key in its middle, down to ``BAKE_HALVINGS`` halvings of a frame. Quaternions
+    are compared normalised, as Blender poses them, each key in the hemisphere of the one before.
+    """
+    frames = bake_frames(np.asarray(times, np.float64))
+    values = evaluate(frames)
+    if quaternion:
+        values = values * continuity_signs(values)[:, None]
+    left, right = _slopes(evaluate, frames, values, quaternion)
+    check = np.arange(len(frames) - 1)  # segments (by their first key) not yet known to follow the curve
+    u = np.array([0.25, 0.5, 0.75])
+    for _ in range(BAKE_HALVINGS):
+        gaps = frames[check + 1] - frames[check]
+        check = check[gaps >= 2.0 ** (1 - BAKE_HALVINGS)]  # halves no shorter than the last halving
+        if not len(check):
+            break
+        gaps = frames[check + 1] - frames[check]
+        truth = evaluate((frames[check, None] + gaps[:, None] * u).reshape(-1))
+        truth = truth.reshape(len(check), 3, values.shape[1])
+        p0, p3 = values[check, None], values[check + 1, None]
+        p1 = p0 + (right[check] * gaps[:, None] / 3)[:, None]
+        p2 = p3 - (left[check + 1] * gaps[:, None] / 3)[:, None]
+        played = _bezier(p0, p1, p2, p3, u[None, :, None])
+        if quaternion:
+            played = played / np.linalg.norm(played, axis=-1, keepdims=True)
+            truth = truth * np.where(np.sum(truth * played, axis=-1, keepdims=True) < 0, -1.0, 1.0)
+        split = check[np.abs(played - truth).max(axis=(1, 2)) > BAKE_TOLERANCE]
+        if not len(split):
+            break
+        middles = (frames[split] + frames[split + 1]) / 2
+        middle_values = truth[np.searchsorted(check, split), 1]  # the curve at u = 0.5, already aligned
+        middle_left, middle_right = _slopes(evaluate, middles, middle_values, quaternion)
+        at = split + 1
+        frames = np.insert(frames, at, middles)
+        values = np.insert(values, at, middle_values, axis=0)
+        left = np.insert(left, at, middle_left, axis=0)
+        right = np.insert(right, at, middle_right, axis=0)
+        first = split + np.arange(len(split))  # each split segment's first key, after the insertions
+        check = np.concatenate([first, first + 1])
+        check.sort()
+    gaps = np.diff(frames)
+    before = np.concatenate([[1.0], gaps]) / 3
+    after = np.concatenate([gaps, [1.0]]) / 3
+    handles_left = np.stack(
+        np.broadcast_arrays((frames - before)[:, None], values - left * before[:, None]), -1
+    )
+    handles_right = np.stack(
+        np.broadcast_arrays((frames + after)[:, None], values + right * after[:, None]), -1
+    )
+    return frames, values, handles_left, handles_right
+
+
+def continuous_angles(evaluate, times):
+    """``evaluate`` (frames → Euler angles) with each angle moved by whole turns to the side of the
+    angles it had at every frame and key time before (unwrapped along them), so the curve a bake
+    follows does not jump a turn between samples."""
+    frames = bake_frames(np.asarray(times, np.float64))
+    reference = np.unwrap(evaluate(frames), axis=0)
+    turn = 2 * np.pi
+
+    def unwrapped(at):
+        angles = evaluate(at)
+        near = np.stack([np.interp(at, frames, reference[:, c]) for c in range(angles.shape[1])], axis=1)
+        return angles + turn * np.round((near - angles) / turn)
+
+    return unwrapped
+
+
+def _slopes(evaluate, frames, values, quaternion: bool):
+    """The curve's slope just before and just after each frame (second-order one-sided differences
+    from samples that leave the frame itself out, so a step at a key does not count as a slope)."""
+    h = _SLOPE_STEP
+    offsets = np.array([-3, -2, -1, 1, 2, 3]) * h
+    near = evaluate((frames[:, None] + offsets).reshape(-1)).reshape(len(frames), 6, values.shape[1])
+    if quaternion:  # each sample in the hemisphere of its key
+        near = near * np.where(np.sum(near * values[:, None], axis=-1, keepdims=True) < 0, -1.0, 1.0)
+    # The slope at f±h from three samples on one side, moved to f along the curvature they show.
+    left = (3 * near[:, 2] - 4 * near[:, 1] + near[:, 0]) / (2 * h)
+    left += (near[:, 2] - 2 * near[:, 1] + near[:, 0]) / h
+    right = (-3 * near[:, 3] + 4 * near[:, 4] - near[:, 5]) / (2 * h)
+    right -= (near[:, 3] - 2 * near[:, 4] + near[:, 5]) / h
+    return left, right
 
 
 def sample(times, values, interpolation, handles_left, handles_right, frames) -> np.ndarray:

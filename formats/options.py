@@ -65,6 +65,12 @@ class Included:
     use_active_collection: bool = option(
         False, "Active Collection", "Export only the meshes in the active collection", panel=INCLUDE
     )
+    use_mesh_modifiers: bool = option(
+        False,
+        "Apply Modifiers",
+        "Export each mesh as its modifiers leave it (Armature modifiers aside: the skin carries the pose)",
+        panel=INCLUDE,
+    )
 
 
 def animations_option(**shown) -> dataclasses.Field:

@@ -228,9 +228,10 @@ FAMILIES: tuple[Family, ...] = (
         Importer(
             "import_scene.j3d_animation",
             "Apply J3D Animation / Material Set",
-            "J3D animation / material set (.bck .btk .brk .btp .bpk .bmt)",
-            "Apply J3D animations (.bck to the active armature; .btk .brk .bpk .btp to the selected "
-            "objects' materials, by name) and material sets (.bmt)",
+            "J3D animation / material set (.bck .btk .brk .btp .bpk .bca .bva .bla .blk .bmt)",
+            "Apply J3D animations (.bck .bca to the active armature; .btk .brk .bpk .btp to the selected "
+            "objects' materials, by name; .bva to the model's shapes; .bla .blk to the active mesh's shape "
+            "keys) and material sets (.bmt)",
             j3d_files.ImportOptions,
             j3d_files.load,
             applies_to_selection=always,
@@ -238,12 +239,13 @@ FAMILIES: tuple[Family, ...] = (
         Exporter(
             "export_scene.j3d_animation",
             "Export J3D Animation",
-            "J3D animation (.bck .btk .brk .bpk .btp)",
-            "Export a J3D animation: the active armature's action as .bck, the active material's as .btk .brk "
-            ".bpk .btp (the file extension chooses)",
+            "J3D animation (.bck .btk .brk .bpk .btp .bca .bva .bla .blk)",
+            "Export a J3D animation: the active armature's action as .bck .bca, the active material's as .btk "
+            ".brk .bpk .btp, the active object's visibility as .bva, its shape keys' as .bla .blk (the file "
+            "extension chooses), or into the archive it came from (.arc .szs …), replacing its member",
             j3d_files.ExportOptions,
             j3d_files.save,
-            tuple(j3d_files.READERS),
+            (*j3d_files.READERS, *j3d_files.ARCHIVE_EXTENSIONS),
         ),
     ),
     # Textures are imported with the models that use them; alone, they are only inspected.

@@ -19,11 +19,22 @@ def _classes():
     yield from toshi.classes
 
 
+_HANDLERS = (
+    (bpy.app.handlers.depsgraph_update_post, animation.rest_on_switch),
+    (bpy.app.handlers.load_post, animation.forget_playing),
+)
+
+
 def register():
     for cls in _classes():
         bpy.utils.register_class(cls)
+    for handlers, handler in _HANDLERS:
+        handlers.append(handler)
 
 
 def unregister():
+    for handlers, handler in _HANDLERS:
+        if handler in handlers:
+            handlers.remove(handler)
     for cls in reversed(list(_classes())):
         bpy.utils.unregister_class(cls)

@@ -1,11 +1,14 @@
-"""Switching between the animations an import made (every family): the sidebar's Animations list."""
+"""Switching between the animations an import made (every family): the sidebar's Animations list,
+and the Action editor or NLA switching an imported armature's action (``rest_on_switch``)."""
 
 from __future__ import annotations
 
 import bpy
+from bpy.app.handlers import persistent
 from bpy.props import StringProperty
 
 from .blender import compat, props, records
+from .blender.animation import pose_target
 from .blender.build import mapping_node_name
 from .blender.objects import deformed_by
 
@@ -90,6 +93,47 @@ def _to_rest(id_data) -> None:
             mapping.inputs["Scale"].default_value[:2] = slot["scale"]
         for key in [k for k in id_data.keys() if k.endswith(".image_index")]:
             id_data[key] = -1.0  # no swapped image matches: the slot shows its own
+
+
+POSE_PATHS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
+_REST = {
+    "location": (0.0, 0.0, 0.0),
+    "rotation_quaternion": (1.0, 0.0, 0.0, 0.0),
+    "rotation_euler": (0.0, 0.0, 0.0),
+    "rotation_axis_angle": (0.0, 0.0, 1.0, 0.0),
+    "scale": (1.0, 1.0, 1.0),
+}
+_playing: dict[int, int] = {}  # imported armature object → the action it played at the last update
+
+
+@persistent
+def rest_on_switch(scene, depsgraph) -> None:
+    """An imported armature got another action (Action editor, NLA tweak, a script): the bone
+    channels the new action does not key go back to rest, as the games start every animation
+    from the model's rest, instead of keeping what the previous action left."""
+    for update in depsgraph.updates:
+        obj = update.id.original if isinstance(update.id, bpy.types.Object) else None
+        if obj is None or obj.type != "ARMATURE" or props.ANIMATIONS not in obj.data:
+            continue
+        action = obj.animation_data.action if obj.animation_data else None
+        current = action.as_pointer() if action is not None else 0
+        if _playing.get(obj.as_pointer(), current) != current and action is not None:
+            _unkeyed_to_rest(obj, action)
+        _playing[obj.as_pointer()] = current
+
+
+@persistent
+def forget_playing(*_args) -> None:
+    """A new file: the armatures seen so far are gone."""
+    _playing.clear()
+
+
+def _unkeyed_to_rest(armature, action) -> None:
+    keyed = {pose_target(fcurve.data_path) for fcurve in compat.action_fcurves(action)}
+    for bone in armature.pose.bones:
+        for path in POSE_PATHS:
+            if (bone.name, path) not in keyed:
+                setattr(bone, path, _REST[path])
 
 
 class RETRO_MODELS_OT_use_animation(bpy.types.Operator):

@@ -79,7 +79,8 @@ class _Materials:
 
 
 def _apply_paired(scene, result) -> list[str]:
-    """Each paired animation as an action on the armature (BCK) or the materials it animates."""
+    """Each paired animation as an action on the armature (BCK, BCA), the shapes (BVA) or the materials
+    it animates."""
     paired = getattr(scene, "paired", [])
     if not paired:
         return []
@@ -94,22 +95,28 @@ def _apply_paired(scene, result) -> list[str]:
         if "tex1_index" in image.extras
     }
     first = None
+    shapes = {props.scene_name(o): o for o in result.objects}
     for animation_scene in paired:
         animation = animation_scene.animations[0]
-        materials = []
-        if convert.animation_kind(animation) == "bck":
+        kind = convert.animation_kind(animation)
+        materials, objects = [], []
+        if kind in files.JOINT_KINDS:
             apply.bind_joints(animation_scene, copy.deepcopy(skeleton), animation_scene.name)
+        elif kind == "bva":
+            objects = [shapes[t] for t in sorted({c.target for c in animation.channels}) if t in shapes]
+            animation.channels = [c for c in animation.channels if c.target in shapes]
         else:
             materials = [by_name[t] for t in sorted({c.target for c in animation.channels}) if t in by_name]
             animation.channels = [c for c in animation.channels if c.target in by_name]
+        on_armature = not materials and not objects
         added, _ = j3d._add_animation(
-            context, animation_scene, armature if not materials else None, materials, False
+            context, animation_scene, armature if on_armature else None, materials, False, objects
         )
         if convert.animation_kind(animation) == "btp":
             j3d._switch_textures(animation_scene, by_name, images)
         result.actions += added.actions
         scene.warnings += animation_scene.warnings + added.warnings
-        first = first or (added.actions[0] if not materials else None)
+        first = first or (added.actions[0] if on_armature else None)
     if first is not None:  # each application assigned its own: the armature plays the first instead
         compat.assign_action(armature, first, compat.action_slot(first))
     return [f"{scene.name}: {len(paired)} animations loaded with the model"]

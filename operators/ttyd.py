@@ -58,7 +58,9 @@ def export_scene(context, path: str, options: files.ExportOptions) -> Scene:
     from .import_export import included
 
     armature, meshes = export_objects(context)
-    return extract_scene(context, armature, included(context, meshes, options))
+    return extract_scene(
+        context, armature, included(context, meshes, options), apply_modifiers=options.use_mesh_modifiers
+    )
 
 
 def default_path(context) -> str:

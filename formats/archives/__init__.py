@@ -18,8 +18,12 @@ name for a compressed file). The entry points for the rest of the add-on:
     ``directories()``; ``replace(path, data)`` (compressed again if the member was).
 ``write_archive(archive) -> bytes``
     The archive's bytes, compressed again the way it was read: ``write_archive(read_archive(b))``
-    gives ``b`` for an uncompressed archive, and an archive equal to it once decompressed for a
-    compressed one (the add-on's Yaz0 encoder is not Nintendo's).
+    gives ``b``, compressed or not (an unchanged compressed archive keeps the bytes it was read
+    from; an edited one is compressed by the add-on's encoder, within a few percent of the size
+    of Nintendo's).
+``writeback.replace_members(data, filename, {path: bytes})``
+    The archive file with members replaced, everything else kept (what an export into an
+    archive writes).
 
 Errors are ``FormatError`` naming the file (``archive/member/path`` inside a member), the
 offset and the problem. Importing a model from an archive: ``read_archive``, then the
@@ -102,11 +106,15 @@ def read_archive(data: bytes, filename: str = "<bytes>") -> Archive:
     else:
         raise FormatError(filename, 0, f"not a RARC or U8 archive (starts with {magic!r})")
     archive.wrapping = unwrapped.wrapping
+    if unwrapped.wrapping:
+        archive.packed = (bytes(data), unwrapped.data)
     return archive
 
 
 def write_archive(archive: Archive) -> bytes:
     data = rarc.write(archive) if isinstance(archive, rarc.RARC) else u8.write(archive)
+    if archive.packed is not None and data == archive.packed[1]:
+        return archive.packed[0]  # unchanged: the compressed bytes as read, not compressed again
     for magic, rest in reversed(archive.wrapping):
         data = compression.compress(data, magic, rest)
     return data

@@ -13,9 +13,11 @@ tokens come straight from its code bits. The output is built by resolving, for e
 byte, the literal it copies (pointer jumping), so no Python code runs per byte or per token.
 A declared size is never trusted beyond what the stream can expand to.
 
-Encoding finds matches with ``bytes.rfind`` in the 4 KB window, the previous start of
-every 3-byte string (numpy) saying at once when there is none (greedy, with one step of lazy matching); the same
-tokens pack into either layout.
+Encoding is vectorised too: every position's longest copy in the 4 KB window is searched for
+all positions of a block at once, among the earlier starts of its first three bytes (nearest
+first, up to ``SEARCH_DEPTH`` of them), comparing eight bytes per step; the greedy parse with
+one step of lazy matching is then a chain of "next token" steps, and the tokens pack into
+either layout in numpy.
 """
 
 from __future__ import annotations
@@ -127,22 +129,8 @@ def _yaz0_tokens(buf: np.ndarray, size: int, filename: str, prefix: bool):
     following = np.empty(last + 1, np.int32)
     np.minimum(end, last, out=following[:last])
     following[last] = last  # past the stream: stays there
-    # Follow the chain 16 groups at a time in Python, then fill in the groups between in numpy.
-    ahead = following
-    for _ in range(4):
-        ahead = ahead[ahead]
-    jumps = memoryview(ahead)
-    every_16th = []
-    position = 0
-    while position < last:
-        every_16th.append(position)
-        position = jumps[position]
-    chain = np.empty((len(every_16th), 16), np.int32)
-    chain[:, 0] = every_16th
-    for index in range(1, 16):
-        chain[:, index] = following[chain[:, index - 1]]
-    groups = chain.ravel()
-    groups = groups[groups < last] + HEADER_SIZE
+    groups = _chain(following, last)
+    groups = groups + HEADER_SIZE
     # The tokens of those groups, in order.
     offsets = np.empty((len(groups), 8), np.int32)
     position = groups + 1
@@ -169,6 +157,29 @@ def _yaz0_tokens(buf: np.ndarray, size: int, filename: str, prefix: bool):
         made = int(lengths[:inside].sum())
         raise FormatError(filename, n, f"Yaz0 stream ends after {made} of {size} bytes")
     return _cut(offsets, lengths, distances, first, literals, count, size)
+
+
+def _chain(following: np.ndarray, last: int) -> np.ndarray:
+    """The positions visited from 0 by ``following`` (one step each) before reaching ``last``.
+
+    ``following`` has ``last + 1`` entries, each larger than its index (``following[last] ==
+    last``). The walk goes 16 steps at a time in Python; the steps between are filled in numpy.
+    """
+    ahead = following
+    for _ in range(4):
+        ahead = ahead[ahead]
+    jumps = memoryview(ahead)
+    every_16th = []
+    position = 0
+    while position < last:
+        every_16th.append(position)
+        position = jumps[position]
+    chain = np.empty((len(every_16th), 16), following.dtype)
+    chain[:, 0] = every_16th
+    for index in range(1, 16):
+        chain[:, index] = following[chain[:, index - 1]]
+    chain = chain.ravel()
+    return chain[chain < last]
 
 
 def _tokens_needed(lengths: np.ndarray, size: int) -> int:
@@ -289,77 +300,110 @@ def _expand(offsets, lengths, distances, values, literals, size, filename) -> by
 
 # -- encoding ---------------------------------------------------------------------------------
 
-
-def _longest_match(data: bytes, i: int, source: int) -> tuple[int, int]:
-    """(length, distance) of the longest earlier copy of the bytes at ``i`` in the window, given
-    ``source``, the nearest earlier start of their first three bytes."""
-    longest = min(MAX_MATCH, len(data) - i)
-    low = max(0, i - WINDOW)
-    length = MIN_MATCH
-    while True:
-        while (
-            length + 16 <= longest
-            and data[source + length : source + length + 16] == data[i + length : i + length + 16]
-        ):
-            length += 16
-        while length < longest and data[source + length] == data[i + length]:
-            length += 1
-        best, distance = length, i - source
-        if length == longest:
-            return best, distance
-        length += 1
-        source = data.rfind(data[i : i + length], low, i + length - 1)  # the nearest longer one
-        if source < 0:
-            return best, distance
+SEARCH_DEPTH = 16  # earlier starts of the same three bytes tried per position, nearest first
+_ENCODE_BLOCK = 1 << 18  # positions whose matches are searched together
+# Thresholds for counting a 64-bit difference's leading zero bytes with one searchsorted.
+_BYTE_THRESHOLDS = np.array([1 << (8 * k) for k in range(1, 8)], np.uint64)
 
 
-def _previous_starts(data: bytes) -> list[int]:
-    """For each position, the last earlier one where the same three bytes start (-1: none)."""
-    if len(data) < MIN_MATCH:
-        return []
-    b = np.frombuffer(data, np.uint8).astype(np.int32)
-    keys = b[:-2] << 16 | b[1:-1] << 8 | b[2:]
-    order = np.argsort(keys, kind="stable")  # by key, then by position
-    same = keys[order[1:]] == keys[order[:-1]]
-    previous = np.full(len(keys), -1, np.int64)
-    previous[order[1:][same]] = order[:-1][same]
-    return previous.tolist()
+def tokens(data: bytes) -> np.ndarray:
+    """The LZ77 parse as an (n, 2) array: (0, byte) for a literal, (length, distance) for a copy.
 
-
-def tokens(data: bytes) -> list[tuple[int, int]]:
-    """The LZ77 parse: (0, byte) for a literal, (length, distance) for a copy.
-
-    Greedy with one step of lazy matching; the previous start of every position's first
-    three bytes (found for all positions at once) answers "no copy" without scanning.
+    Greedy with one step of lazy matching (a literal when the next position has a longer copy).
+    Every position's longest copy is found at once (``_longest_matches``); the parse is the
+    chain of "next token" steps from the start.
     """
-    end = len(data)
+    size = len(data)
+    if size == 0:
+        return np.zeros((0, 2), np.int32)
+    lengths, distances = _longest_matches(data)
+    lengths = np.append(lengths, 0)
+    take = (lengths[:-1] >= MIN_MATCH) & (lengths[1:] <= lengths[:-1])
+    following = np.append(np.arange(1, size + 1, dtype=np.int32), size)
+    following[:-1][take] += lengths[:-1][take] - 1
+    starts = _chain(following, size)
+    copies = take[starts]
+    parse = np.empty((len(starts), 2), np.int32)
+    parse[:, 0] = np.where(copies, lengths[starts], 0)
+    parse[:, 1] = np.where(copies, distances[starts], np.frombuffer(data, np.uint8)[starts])
+    return parse
+
+
+def _longest_matches(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(length, distance) of the longest earlier copy in the window for every position (length 0
+    when there is none of three bytes or more; the nearest of equally long ones).
+
+    Candidates are the earlier starts of the same three bytes (up to ``SEARCH_DEPTH``, nearest
+    first), compared eight bytes at a time for all positions of a block together.
+    """
+    size = len(data)
+    lengths = np.zeros(size, np.int32)
+    distances = np.zeros(size, np.int32)
     previous = _previous_starts(data)
+    padded = np.zeros(size + MAX_MATCH + 16, np.uint8)
+    padded[:size] = np.frombuffer(data, np.uint8)
+    for low in range(0, size, _ENCODE_BLOCK):
+        high = min(size, low + _ENCODE_BLOCK)
+        base = max(0, low - WINDOW)  # words of the block's window and of its longest copies
+        words = np.lib.stride_tricks.sliding_window_view(padded[base : high + MAX_MATCH + 8], 8)
+        words = np.ascontiguousarray(words).view(">u8").ravel()
+        position = np.arange(low, high, dtype=np.int32)
+        cap = np.minimum(MAX_MATCH, size - position)
+        best = np.zeros(high - low, np.int32)
+        nearest = np.zeros(high - low, np.int32)
+        open_ = np.arange(high - low)  # the positions still searching, and their next candidates
+        source = previous[low:high]
+        for _ in range(SEARCH_DEPTH):
+            at = position[open_]
+            going = (source >= 0) & (at - source <= WINDOW) & (best[open_] < cap[open_])
+            open_, source, at = open_[going], source[going], at[going]
+            if not len(open_):
+                break
+            # Only a candidate that also matches the byte just past the best so far can beat it.
+            reach = best[open_]
+            hopeful = np.flatnonzero(padded[source + reach] == padded[at + reach])
+            tried, start = open_[hopeful], source[hopeful]
+            found = _match_lengths(words, at[hopeful] - base, start - base, cap[tried])
+            longer = found > best[tried]
+            best[tried[longer]] = found[longer]
+            nearest[tried[longer]] = at[hopeful][longer] - start[longer]
+            source = previous[source]
+        lengths[low:high] = best
+        distances[low:high] = nearest
+    return lengths, distances
 
-    def match(i: int) -> tuple[int, int]:
-        source = previous[i] if i < len(previous) else -1
-        if source < 0 or source < i - WINDOW:
-            return 0, 0
-        return _longest_match(data, i, source)
 
-    out = []
-    i = 0
-    pending = match(0)
-    while i < end:
-        length, distance = pending
-        if length:
-            following = match(i + 1)
-            if following[0] > length:  # lazy: a literal now buys a longer copy next
-                out.append((0, data[i]))
-                i += 1
-                pending = following
-                continue
-            out.append((length, distance))
-            i += length
-        else:
-            out.append((0, data[i]))
-            i += 1
-        pending = match(i)
-    return out
+def _match_lengths(words: np.ndarray, at: np.ndarray, source: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """How many bytes from ``at`` equal those from ``source`` (at most ``cap``), eight at a time;
+    ``words[p]`` holds bytes p … p+7 as a big-endian integer."""
+    length = np.zeros(len(at), np.int32)
+    going = np.arange(len(at))
+    while len(going):
+        difference = words[at[going] + length[going]] ^ words[source[going] + length[going]]
+        same = difference == 0
+        stopped = going[~same]
+        length[stopped] += 7 - np.searchsorted(_BYTE_THRESHOLDS, difference[~same], "right").astype(np.int32)
+        going = going[same]
+        length[going] += 8
+        going = going[length[going] < cap[going]]
+    return np.minimum(length, cap)
+
+
+def _previous_starts(data: bytes) -> np.ndarray:
+    """For each position, the last earlier one where the same three bytes start (-1: none)."""
+    previous = np.full(len(data), -1, np.int32)
+    if len(data) < MIN_MATCH:
+        return previous
+    b = np.frombuffer(data, np.uint8)
+    # Positions by key, then by position: two stable sorts of small integers (numpy sorts those
+    # by radix), the last two bytes first.
+    rest = b[1:-1].astype(np.uint16) << 8 | b[2:]
+    order = np.argsort(rest, kind="stable")
+    order = order[np.argsort(b[:-2][order], kind="stable")]
+    keys = (b[:-2].astype(np.int32) << 16 | rest)[order]
+    same = keys[1:] == keys[:-1]
+    previous[order[1:][same]] = order[:-1][same]
+    return previous
 
 
 def compress(data: bytes, magic: bytes = YAZ0, reserved: bytes = bytes(8)) -> bytes:
@@ -368,49 +412,36 @@ def compress(data: bytes, magic: bytes = YAZ0, reserved: bytes = bytes(8)) -> by
     return pack(tokens(bytes(data)), len(data), magic, reserved)
 
 
-def pack(parse: list[tuple[int, int]], size: int, magic: bytes = YAZ0, reserved: bytes = bytes(8)) -> bytes:
-    """The file holding the tokens of ``parse`` (see ``tokens``) for ``size`` output bytes."""
+def pack(parse, size: int, magic: bytes = YAZ0, reserved: bytes = bytes(8)) -> bytes:
+    """The file holding the tokens of ``parse`` ((length, value) pairs, see ``tokens``) for
+    ``size`` output bytes."""
+    parse = np.asarray(parse, np.int32).reshape(-1, 2)
+    lengths, values = parse[:, 0], parse[:, 1]
+    literal = lengths == 0
+    long = lengths >= 0x12
+    back = values - 1
+    # A reference's first two bytes (NDDD, N = 0 for a long one) and the byte after: the
+    # length's excess for a long reference, the value for a literal.
+    pair = np.where(long, back, (lengths - 2) << 12 | back)
+    extra = np.where(literal, values, lengths - 0x12)
     if magic == YAY0:
-        return _pack_yay0(parse, size)
+        codes = np.packbits(np.append(literal, np.zeros(-len(parse) % 32, bool)))
+        references = pair[~literal].astype(">u2").tobytes()
+        chunks = extra[literal | long].astype(np.uint8).tobytes()
+        link = HEADER_SIZE + len(codes)
+        chunk = link + len(references)
+        return YAY0 + struct.pack(">III", size, link, chunk) + codes.tobytes() + references + chunks
     if magic != YAZ0 or len(reserved) != 8:
         raise ValueError(f"compress makes Yaz0 (with 8 reserved bytes) or Yay0, not {magic!r}")
-    out = bytearray(YAZ0 + struct.pack(">I", size) + reserved)
-    for group in range(0, len(parse), 8):
-        code_at = len(out)
-        out.append(0)
-        code = 0
-        for bit, (length, value) in enumerate(parse[group : group + 8]):
-            if length == 0:
-                code |= 0x80 >> bit
-                out.append(value)
-            else:
-                out += _reference(length, value)
-        out[code_at] = code
-    return bytes(out)
-
-
-def _reference(length: int, distance: int) -> bytes:
-    back = distance - 1
-    if length < 0x12:
-        return struct.pack(">H", (length - 2) << 12 | back)
-    return struct.pack(">HB", back, length - 0x12)
-
-
-def _pack_yay0(parse: list[tuple[int, int]], size: int) -> bytes:
-    codes = bytearray()
-    references = bytearray()
-    chunks = bytearray()
-    for group in range(0, len(parse), 32):
-        code = 0
-        for bit, (length, value) in enumerate(parse[group : group + 32]):
-            if length == 0:
-                code |= 0x80000000 >> bit
-                chunks.append(value)
-            else:
-                encoded = _reference(length, value)
-                references += encoded[:2]
-                chunks += encoded[2:]
-        codes += struct.pack(">I", code)
-    link = HEADER_SIZE + len(codes)
-    chunk = link + len(references)
-    return YAY0 + struct.pack(">III", size, link, chunk) + codes + references + chunks
+    token_size = np.where(literal, 1, np.where(long, 3, 2))
+    before = np.cumsum(token_size) - token_size  # token bytes before each token
+    group = np.arange(len(parse)) // 8
+    at = before + group + 1  # each group's code byte precedes its tokens
+    out = np.zeros(int(token_size.sum()) + -(-len(parse) // 8), np.uint8)
+    out[at[::8] - 1] = np.packbits(np.append(literal, np.zeros(-len(parse) % 8, bool)))
+    reference = ~literal
+    out[at[reference]] = pair[reference] >> 8
+    out[at[reference] + 1] = pair[reference] & 0xFF
+    out[at[literal]] = extra[literal]
+    out[at[long] + 2] = extra[long]
+    return YAZ0 + struct.pack(">I", size) + reserved + out.tobytes()

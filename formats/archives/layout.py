@@ -75,7 +75,9 @@ def write_layout(layout: DataLayout, stored: Sequence[bytes], base: int) -> tupl
     """The data area for the members' ``stored`` bytes and each member's new absolute offset.
 
     ``base`` is the area's absolute offset (alignment is of absolute offsets). A member keeps
-    its padding while that keeps the next one aligned as before; else zeros to ``ALIGN``.
+    its padding while that keeps the next one aligned as before; else zeros to ``ALIGN``. Members
+    that shared their data keep sharing it while their bytes are the same; else the one that is
+    not the first goes at the end.
     """
     area = bytearray(layout.leading)
     offsets = [0] * len(stored)
@@ -88,7 +90,12 @@ def write_layout(layout: DataLayout, stored: Sequence[bytes], base: int) -> tupl
         else:
             area += bytes(-(base + len(area)) % ALIGN)
     for index, owner in layout.shared.items():
-        offsets[index] = offsets[owner]
+        if stored[index] == stored[owner]:
+            offsets[index] = offsets[owner]
+        else:  # one of the two was replaced: the other keeps its bytes, in a place of its own
+            area += bytes(-(base + len(area)) % ALIGN)
+            offsets[index] = base + len(area)
+            area += stored[index] + bytes(-len(stored[index]) % ALIGN)
     return bytes(area), offsets
 
 

@@ -88,6 +88,7 @@ class RARC:
     filename: str = "<bytes>"
     # Compression around the archive, outermost first: (magic, the 8 header bytes after the size).
     wrapping: list[tuple[bytes, bytes]] = field(default_factory=list)
+    packed: tuple[bytes, bytes] | None = None  # a compressed file as read, and its content
 
     # -- the tree ------------------------------------------------------------------------------
 
@@ -141,7 +142,8 @@ class RARC:
             if normalise(member_path) == key:
                 if entry.flags & COMPRESSED:
                     magic = compression.YAZ0 if entry.flags & YAZ0 else compression.YAY0
-                    data = compression.compress(data, magic)
+                    reserved = entry.stored[8:16] if entry.stored[:4] == compression.YAZ0 else bytes(8)
+                    data = compression.compress(data, magic, reserved.ljust(8, b"\0"))
                 entry.stored = bytes(data)
                 return
         raise KeyError(f"{self.filename} has no member {path!r}")

@@ -47,6 +47,7 @@ class U8:
     filename: str = "<bytes>"
     # Compression around the archive, outermost first: (magic, the 8 header bytes after the size).
     wrapping: list[tuple[bytes, bytes]] = field(default_factory=list)
+    packed: tuple[bytes, bytes] | None = None  # a compressed file as read, and its content
 
     def walk(self) -> Iterator[tuple[str, Node]]:
         """(path, node) for every node but the root, in node order; '.' directories add nothing."""

@@ -34,18 +34,24 @@ smallest exponent, identity remaps).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..curves import sample
 from ..errors import FormatError
 from ..scene import Animation, Channel, ChannelOrigin, Scene, keys_digest
+from .bca import BCA, FULL_DTYPE
+from .bca import JOINT_COUNT_OFFSET as BCA_JOINT_COUNT_OFFSET
 from .bck import BCK, JOINT_COUNT_OFFSET, SOUND_DTYPE
 from .bpk import BPK
 from .brk import BRK, ColorGroup, color_entries
 from .btk import BTK
 from .btp import BTP, pattern_entries
+from .bva import BVA
+from .cluster import Cluster
 from .container import (
     TANGENT_SHARED,
     TANGENT_SPLIT,
@@ -751,6 +757,301 @@ def btp_from_animation(animation: Animation) -> BTP:
     )
 
 
+# -- BCA, BVA, BLA (a value per frame) and BLK (keyed cluster weights) ---------------------------
+
+# BVA: visibility of shape <index> of the model, as the object ``hide`` (1 hidden) of the mesh the
+# J3D model import names shape<index>; BLA/BLK: the weight of cluster <index> as the shape key
+# cluster<index> (the file names neither). Before binding (operators/j3d.py), a cluster channel's
+# target is CLUSTER_TARGET.
+SHAPE_NAME = "shape{}"
+SHAPE_TARGET = re.compile(r"shape(\d+)$")
+CLUSTER_KEY = "cluster{}"
+CLUSTER_PATH = re.compile(r"cluster(\d+)$")
+CLUSTER_TARGET = "clusters"
+
+
+def frame_channel(
+    kind: str,
+    target: str,
+    path: str,
+    index,
+    values: np.ndarray,
+    track,
+    default: float,
+    interpolation: str = "LINEAR",
+) -> Channel:
+    """One channel keyed at every frame of a full-frame track (``values``: the track's values in channel
+    units); a track of no frames holds ``default`` (one key, extras ``empty``)."""
+    count, first = int(track["count"]), int(track["first"])
+    extras = {}
+    if count == 0:
+        extras["empty"] = True
+        values = np.array([default])
+    channel = Channel(
+        kind,
+        target,
+        path,
+        np.arange(len(values), dtype=np.float64),
+        np.asarray(values, np.float64)[:, None].copy(),
+        interpolation,
+        extras=extras,
+        index=index,
+    )
+    channel.origin = ChannelOrigin([count, first], keys_digest(channel))
+    return channel
+
+
+def per_frame_values(channel: Channel) -> np.ndarray:
+    """The channel's value at every whole frame from 0 to its last key."""
+    times = np.asarray(channel.times, np.float64)
+    if not len(times):
+        return np.zeros(0)
+    last = max(int(np.rint(times.max())), 0)
+    if last > 0xFFFE:
+        raise ValueError(f"{channel.target} {channel.path}: a J3D track holds at most 65535 frames")
+    values = np.asarray(channel.values, np.float64).reshape(len(times), -1)[:, :1]
+    left, right = channel.handles_left, channel.handles_right
+    if left is not None and right is not None:
+        left = np.asarray(left, np.float64).reshape(len(times), -1, 2)[:, :1]
+        right = np.asarray(right, np.float64).reshape(len(times), -1, 2)[:, :1]
+    else:
+        left = right = None
+    return sample(times, values, channel.interpolation, left, right, np.arange(last + 1))[:, 0]
+
+
+def build_full_tracks(
+    channels: list[Channel | None],
+    dtype: str,
+    default: float,
+    original: list | None,
+    unit: float = 1.0,
+    wrap: bool = False,
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Full-frame tracks (N,) and their bank; like ``build_tracks``: an unedited channel keeps its stored
+    track, an edited one is sampled at every frame and added to the original bank (identical runs shared).
+    A missing channel, or an empty one still holding ``default``, stores no frames. ``wrap``: integer
+    values are angles, taken modulo the type's range (a full turn)."""
+    integer = np.dtype(dtype).kind in "iu"
+    tracks = np.zeros(len(channels), FULL_DTYPE)
+    bank = None if original is None else np.asarray(original).astype(dtype)
+    builder = BankBuilder(dtype, None, bank)
+    for i, channel in enumerate(channels):
+        if channel is None:
+            continue
+        origin = channel.origin
+        if (
+            bank is not None
+            and origin is not None
+            and isinstance(origin.track, list)
+            and len(origin.track) == 2
+            and origin.digest == keys_digest(channel)
+            and origin.track[0] + origin.track[1] <= len(bank)
+        ):
+            tracks[i] = tuple(origin.track)
+            continue
+        values = per_frame_values(channel)
+        if not len(values) or (
+            channel.extras.get("empty") and len(values) == 1 and abs(values[0] - default) <= MATCH_TOLERANCE
+        ):
+            continue
+        values = values / unit
+        if integer:
+            values = np.rint(values)
+            info = np.iinfo(dtype)
+            if wrap:
+                values = (values - info.min) % (info.max - info.min + 1) + info.min
+            if values.min() < info.min or values.max() > info.max:
+                raise ValueError(f"a key of {channel.target} {channel.path} does not fit in {dtype}")
+        tracks[i] = (len(values), builder.add(values))
+    result = builder.array()
+    return tracks, result, bank is not None and np.array_equal(result.view(np.uint8), bank.view(np.uint8))
+
+
+def bca_to_scene(bca: BCA, joint_names: list[str], name: str = "", filename: str = "<bytes>") -> Scene:
+    if len(joint_names) != bca.joint_count:
+        raise FormatError(
+            filename,
+            BCA_JOINT_COUNT_OFFSET,
+            f"the animation has {bca.joint_count} joints but the armature has {len(joint_names)}: "
+            "it belongs to another model",
+        )
+    channels = []
+    for n, target in enumerate(joint_names):
+        for component, bank in enumerate(bca.banks()):
+            scale = rotation_radians(0) if component == 1 else 1.0
+            for axis in range(3):
+                track = bca.tracks[n, axis, component]
+                count, first = int(track["count"]), int(track["first"])
+                values = bank[first : first + count].astype(np.float64) * scale
+                if component == 1:  # between frames Blender turns the shorter way, as the game's lerp does
+                    values = np.unwrap(values)
+                channels.append(
+                    frame_channel(
+                        "bone", target, SRT_PATHS[component], axis, values, track, SRT_DEFAULTS[component]
+                    )
+                )
+    extras = {
+        "unused": bca.unused,
+        **{
+            key: _bank_extras(bank)
+            for key, bank in zip(
+                ("scale_bank", "rotation_bank", "translation_bank"), bca.banks(), strict=True
+            )
+        },
+        **_framing_extras(bca.framing, bca.gaps),
+    }
+    return Scene(name=name, animations=[_animation(name, "bca", bca.loop_mode, bca.length, channels, extras)])
+
+
+def bca_from_animation(animation: Animation, joint_names: list[str]) -> BCA:
+    """The BCA of the bone channels, joints in ``joint_names`` order; a component without a channel holds
+    its default (scale 1, rotation 0, translation 0) for one frame (the game reads a track's last)."""
+    index = ChannelIndex([c for c in animation.channels if c.target_kind == "bone"])
+    extras = animation.extras
+    tracks = np.zeros((len(joint_names), 3, 3), FULL_DTYPE)
+    banks = []
+    exact = True
+    for component, key in enumerate(("scale_bank", "rotation_bank", "translation_bank")):
+        default = Channel(
+            "bone", "", SRT_PATHS[component], np.zeros(1), np.full((1, 1), SRT_DEFAULTS[component])
+        )
+        channels = [
+            index.get(name, SRT_PATHS[component], axis) or default
+            for name in joint_names
+            for axis in range(3)
+        ]
+        dtype = "int16" if component == 1 else "float32"
+        unit = rotation_radians(0) if component == 1 else 1.0
+        table, bank, reused = build_full_tracks(
+            channels, dtype, SRT_DEFAULTS[component], extras.get(key), unit, wrap=component == 1
+        )
+        tracks[:, :, component] = table.reshape(len(joint_names), 3)
+        banks.append(bank)
+        exact = exact and reused
+    loop_mode, length = _loop_and_length(animation)
+    framing, gaps = _framing(extras, exact)
+    return BCA(
+        loop_mode, length, tracks, *banks, unused=int(extras.get("unused", 0)), gaps=gaps, framing=framing
+    )
+
+
+def bva_to_scene(bva: BVA, name: str = "") -> Scene:
+    channels = []
+    for shape, track in enumerate(bva.tracks):
+        count, first = int(track["count"]), int(track["first"])
+        hidden = (bva.values[first : first + count] == 0).astype(np.float64)
+        channel = frame_channel(
+            "object", SHAPE_NAME.format(shape), "hide", None, hidden, track, 0.0, "CONSTANT"
+        )
+        channels.append(channel)
+    extras = {
+        "unused": bva.unused,
+        "values": _bank_extras(bva.values),
+        "tracks": [[int(t["count"]), int(t["first"])] for t in bva.tracks],
+        **_framing_extras(bva.framing, bva.gaps),
+    }
+    return Scene(name=name, animations=[_animation(name, "bva", bva.loop_mode, bva.length, channels, extras)])
+
+
+def bva_from_animation(animation: Animation) -> BVA:
+    """The BVA of the ``hide`` channels of shape<index>. A shape the animation no longer has a channel
+    for (not applied: not selected) keeps its stored track, or, in a new file, is always shown."""
+    shapes = {}
+    for channel in animation.channels:
+        match = SHAPE_TARGET.match(channel.target) if channel.target_kind == "object" else None
+        if match and channel.path == "hide":
+            shapes[int(match.group(1))] = channel
+    extras = animation.extras
+    stored = extras.get("tracks") or []
+    count = max(max(shapes, default=-1) + 1, len(stored))
+    shown = []
+    for shape in range(count):  # the file stores shown (1), the scene hidden (1): edited keys flip
+        channel = shapes.get(shape)
+        if channel is None and shape >= len(stored):
+            channel = Channel("object", SHAPE_NAME.format(shape), "hide", np.zeros(1), np.zeros((1, 1)))
+        if channel is not None and not (channel.origin and channel.origin.digest == keys_digest(channel)):
+            hidden = np.clip(np.rint(np.asarray(channel.values, np.float64)), 0.0, 1.0)
+            channel = dataclasses.replace(channel, values=1.0 - hidden, handles_left=None, handles_right=None)
+        shown.append(channel)
+    tracks, values, exact = build_full_tracks(shown, "uint8", 1.0, extras.get("values"))
+    for shape, channel in enumerate(shown):
+        if channel is None and sum(stored[shape]) <= len(values):
+            tracks[shape] = tuple(stored[shape])
+    loop_mode, length = _loop_and_length(animation)
+    framing, gaps = _framing(extras, exact)
+    return BVA(
+        loop_mode, length, tracks, values, unused=int(extras.get("unused", 0xFF)), gaps=gaps, framing=framing
+    )
+
+
+def cluster_to_scene(cluster: Cluster, name: str = "") -> Scene:
+    channels = []
+    for n, track in enumerate(cluster.tracks):
+        path = CLUSTER_KEY.format(n)
+        if cluster.keyed:
+            channels.append(
+                track_channel("shape_key", CLUSTER_TARGET, path, None, track, cluster.weights, 1.0, 1.0)
+            )
+        else:
+            count, first = int(track["count"]), int(track["first"])
+            values = cluster.weights[first : first + count].astype(np.float64)
+            channels.append(frame_channel("shape_key", CLUSTER_TARGET, path, None, values, track, 1.0))
+    extras = {
+        "unused": cluster.unused,
+        "word": cluster.word,
+        "weights": _bank_extras(cluster.weights),
+        **_framing_extras(cluster.framing, cluster.gaps),
+    }
+    kind = cluster.kind.decode()[:3]
+    return Scene(
+        name=name, animations=[_animation(name, kind, cluster.loop_mode, cluster.length, channels, extras)]
+    )
+
+
+def cluster_from_animation(animation: Animation, keyed: bool) -> Cluster:
+    """The BLA (``keyed`` False) or BLK of the shape-key channels cluster<index>; a cluster without a
+    channel weighs 1 (BLK: a track without keys)."""
+    clusters = {}
+    for channel in animation.channels:
+        match = CLUSTER_PATH.match(channel.path) if channel.target_kind == "shape_key" else None
+        if match:
+            clusters.setdefault(int(match.group(1)), channel)
+    channels = [clusters.get(n) for n in range(max(clusters, default=-1) + 1)]
+    extras = animation.extras
+    if keyed:
+        sources = [TrackSource(c, 1.0, 1.0) for c in channels]
+        tracks, weights, exact = build_tracks(sources, "float32", 1.0, extras.get("weights"))
+    else:  # a BLA track needs a frame (the game reads its last): a cluster without keys weighs 1
+        constant = Channel("shape_key", CLUSTER_TARGET, "", np.zeros(1), np.ones((1, 1)))
+        channels = [constant if c is None else c for c in channels]
+        tracks, weights, exact = build_full_tracks(channels, "float32", 1.0, extras.get("weights"))
+    loop_mode, length = _loop_and_length(animation)
+    framing, gaps = _framing(extras, exact)
+    word = extras.get("word")
+    return Cluster(
+        b"blk1" if keyed else b"bla1",
+        loop_mode,
+        length,
+        tracks,
+        weights,
+        unused=int(extras.get("unused", 0xFF)),
+        word=None if word is None else int(word),
+        gaps=gaps,
+        framing=framing,
+    )
+
+
+def as_joint_kind(animation: Animation, kind: str) -> None:
+    """Make a BCK's animation a BCA's or the reverse (``kind``): the same keys, written afresh (the
+    stored tracks and banks of the other kind do not apply); the loop mode stays."""
+    animation.extras = {
+        "j3d_type": kind,
+        **{k: animation.extras[k] for k in ("loop_mode", "tag") if k in animation.extras},
+    }
+    for channel in animation.channels:
+        channel.origin = None
+
+
 # -- entry points -------------------------------------------------------------------------------
 
 
@@ -761,11 +1062,17 @@ def to_scene(model, joint_names: list[str] | None = None, name: str = "", filena
         if joint_names is None:
             raise ValueError("a BCK needs the joint names of its model (joints are matched by index)")
         return bck_to_scene(model, joint_names, name, filename)
+    if isinstance(model, BCA):
+        if joint_names is None:
+            raise ValueError("a BCA needs the joint names of its model (joints are matched by index)")
+        return bca_to_scene(model, joint_names, name, filename)
     for kind, function in (
         (BTK, btk_to_scene),
         (BRK, brk_to_scene),
         (BPK, bpk_to_scene),
         (BTP, btp_to_scene),
+        (BVA, bva_to_scene),
+        (Cluster, cluster_to_scene),
     ):
         if isinstance(model, kind):
             return function(model, name)
@@ -773,7 +1080,8 @@ def to_scene(model, joint_names: list[str] | None = None, name: str = "", filena
 
 
 def animation_kind(animation: Animation) -> str:
-    """'bck', 'btk', 'brk', 'bpk' or 'btp': from the extras, else from the channels."""
+    """'bck', 'btk', 'brk', 'bpk', 'btp', 'bca', 'bva', 'bla' or 'blk': from the extras, else from the
+    channels (full-frame joint and cluster animations are told from keyed ones by the extras only)."""
     kind = animation.extras.get("j3d_type")
     if kind:
         return kind
@@ -781,6 +1089,10 @@ def animation_kind(animation: Animation) -> str:
     kinds = {channel.target_kind for channel in animation.channels}
     if "bone" in kinds:
         return "bck"
+    if "object" in kinds:
+        return "bva"
+    if "shape_key" in kinds:
+        return "blk"
     if any(IMAGE_INDEX_PATH.match(p) for p in paths):
         return "btp"
     if any(COLOR_PATH.match(p) for p in paths):
@@ -794,15 +1106,18 @@ def from_scene(scene: Scene, animation: int = 0, joint_names: list[str] | None =
     """The J3D model of ``scene.animations[animation]`` (a BCK needs the joint order)."""
     anim = scene.animations[animation]
     kind = animation_kind(anim)
-    if kind == "bck":
+    if kind in ("bck", "bca"):
         if joint_names is None:
-            raise ValueError("writing a BCK needs the armature's joint names in joint order")
-        return bck_from_animation(anim, joint_names)
+            raise ValueError(f"writing a {kind.upper()} needs the armature's joint names in joint order")
+        return (bck_from_animation if kind == "bck" else bca_from_animation)(anim, joint_names)
+    if kind in ("bla", "blk"):
+        return cluster_from_animation(anim, keyed=kind == "blk")
     functions = {
         "btk": btk_from_animation,
         "brk": brk_from_animation,
         "bpk": bpk_from_animation,
         "btp": btp_from_animation,
+        "bva": bva_from_animation,
     }
     if kind not in functions:
         raise ValueError(f"unknown J3D animation type {kind!r}")

@@ -1,10 +1,13 @@
-"""J3D files on disk: animations (.bck .btk .brk .bpk .btp), material sets (.bmt) and models
-(.bmd .bdl).
+"""J3D files on disk: animations (.bck .btk .brk .bpk .btp .bca .bva .bla .blk), material sets
+(.bmt) and models (.bmd .bdl).
 
 The extension says the kind of an animation, as in the game's archives. ``load`` gives a scene
-for the selection to take (``apply.bind_joints`` for a BCK); ``save`` writes one animation back.
-``load_model`` gives a model's scene (the registry's "j3d_model" family); its bytes come from a
-function, so that a model inside an archive reads the same way.
+for the selection to take (``apply.bind_joints`` for a BCK); ``save`` writes one animation back,
+to a file or into an archive as the member it came from. ``load_model`` gives a model's scene (the
+registry's "j3d_model" family); its bytes come from a function, so that a model inside an archive
+reads the same way. What is read from an archive keeps its member path (``ARCHIVE_MEMBER`` in the
+extras of the animation and of the model's scene); ``export_member`` and ``write_export`` put an
+export back there.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from .. import archives
+from ..archives import writeback
 from ..archives.layout import member_name
 from ..errors import ExportError, FormatError
 from ..files import files_in, read_bytes, write_files
@@ -23,12 +27,15 @@ from ..options import Panel, option, oriented
 from ..scene import Image, Scene
 from . import (
     apply,
+    bca,
     bck,
     bmt,
     bpk,
     brk,
     btk,
     btp,
+    bva,
+    cluster,
     container,
     convert,
     inspect,
@@ -38,10 +45,24 @@ from . import (
     model_export,
 )
 
-READERS = {".bck": bck, ".btk": btk, ".brk": brk, ".bpk": bpk, ".btp": btp}
+READERS = {
+    ".bck": bck,
+    ".btk": btk,
+    ".brk": brk,
+    ".bpk": bpk,
+    ".btp": btp,
+    ".bca": bca,
+    ".bva": bva,
+    ".bla": cluster.bla,
+    ".blk": cluster.blk,
+}
+JOINT_KINDS = ("bck", "bca")  # joint animations: joints matched by index
 EXTENSIONS = (*READERS, ".bmt")
 MODEL_EXTENSIONS = (".bmd", ".bdl")
 PLAYING = "PLAYING"  # the export of the action playing on the selection
+# Extras key (of an animation, of a model's scene): the archive member it was read from, which an
+# export into that archive (or a copy of it) replaces.
+ARCHIVE_MEMBER = "archive_member"
 
 
 @dataclass
@@ -70,6 +91,12 @@ class ExportOptions:
         "The J3D animation applied to the active armature or material to export",
         choices="animation_items",
     )
+    member: str = option(
+        "",
+        "Archive Member",
+        "Exporting into an archive (.arc .szs .carc …): the member to replace, by its path in the archive "
+        "(bck/wait.bck); empty: the one the animation was imported from",
+    )
 
 
 def load(path: str, options: ImportOptions) -> Scene:
@@ -96,7 +123,7 @@ def load_animation(data: bytes, path: str) -> Scene:
             )
         raise FormatError(path, 0, f"not a J3D animation or material set ({', '.join(EXTENSIONS)})")
     model = READERS[extension].read(data, path)
-    if extension == ".bck":
+    if extension[1:] in JOINT_KINDS:
         joints = apply.file_joints(name, model.joint_count)
         scene = convert.to_scene(model, joints.bone_names, name, filename=path)
         scene.skeletons = [joints]
@@ -134,21 +161,56 @@ def pattern_images(textures_path: str, indices: list[int]) -> dict[int, Image]:
 
 
 def kind_of(path: str) -> str:
-    """The kind of animation a file name asks for: its extension ("bck", "btk", …)."""
+    """The kind of animation a file (or archive member) name asks for: its extension ("bck", "btk", …)."""
     extension = os.path.splitext(path)[1].lower()
     if extension not in READERS:
-        raise ExportError(
-            f"{os.path.basename(path)}: name the file .bck, .btk, .brk, .bpk or .btp (its kind)"
-        )
+        raise ExportError(f"{os.path.basename(path)}: name the file {', '.join(READERS)} (its kind)")
     return extension[1:]
 
 
+def is_archive_path(path: str) -> bool:
+    """Whether an export to ``path`` goes into an archive: an archive's extension, or an existing
+    archive (compressed or not) under any name."""
+    if os.path.splitext(path)[1].lower() in ARCHIVE_EXTENSIONS:
+        return True
+    if not os.path.isfile(path):
+        return False
+    with open(path, "rb") as f:
+        return archives.is_archive(f.read(64))
+
+
+def export_member(path: str, named: str, recorded: str) -> str | None:
+    """The member an export to ``path`` replaces when ``path`` is an archive (None when it is not):
+    the one ``named``, else the one the data was imported from (``recorded``, its ARCHIVE_MEMBER)."""
+    if not is_archive_path(path):
+        return None
+    member = named or recorded
+    if not member:
+        raise ExportError(
+            f"{os.path.basename(path)}: name the archive member to replace (Archive Member): the data was "
+            "not imported from an archive"
+        )
+    return member
+
+
+def write_export(path: str, member: str | None, data: bytes) -> list[str]:
+    """Write an export's ``data`` at ``path``, or, with ``member`` (``export_member``), into the archive
+    at ``path`` as that member (every other member kept, compressed again as it was); all or nothing."""
+    if member is None:
+        return write_files({path: data})
+    if not os.path.isfile(path):
+        raise ExportError(f"{path}: no archive there to export into (export into an existing .arc or .szs)")
+    return write_files({path: writeback.replace_members(read_bytes(path), path, {member: data})})
+
+
 def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
-    """Write the scene's animation (playback set, see ``apply.set_playback``) as the kind ``path`` names."""
-    kind = kind_of(path)
+    """Write the scene's animation (playback set, see ``apply.set_playback``) as the kind ``path`` names,
+    or, into an archive, as the member it replaces (``export_member``)."""
     animation = scene.animations[0]
+    member = export_member(path, options.member, animation.extras.get(ARCHIVE_MEMBER, ""))
+    kind = kind_of(member or path)
     joint_names = None
-    if kind == "bck":
+    if kind in JOINT_KINDS:
         apply.quaternions_to_eulers(animation)
         apply.hold_rest(animation, scene.skeletons[0])
         joint_names = scene.skeletons[0].bone_names
@@ -158,13 +220,13 @@ def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
         data = READERS[f".{kind}"].write(convert.from_scene(scene, joint_names=joint_names))
     except ValueError as e:
         raise ExportError(f"animation {animation.name!r}: {e}") from e
-    return write_files({path: data})
+    return write_export(path, member, data)
 
 
 ModelOrientation = oriented(model_convert.AXES)
 ARCHIVE_EXTENSIONS = (".arc", ".szs", ".carc", ".rarc", ".u8")
 # The folders of a game's archive that hold its models' animations (the same names unpacked on disk).
-ANIMATION_FOLDERS = ("bck", "brk", "btk", "btp", "bpk")
+ANIMATION_FOLDERS = ("bck", "brk", "btk", "btp", "bpk", "bca", "bva")
 MODEL_FOLDERS = ("bmd", "bdl")
 
 
@@ -181,9 +243,9 @@ class ModelImportOptions(ModelOrientation):
     import_animations: bool = option(
         True,
         "Animations",
-        "Also load the model's animations (.bck .brk .btk .btp .bpk), each as an action: from its folder "
+        "Also load the model's animations (.bck .brk .btk .btp .bpk .bca .bva), each as an action: from its folder "
         "(and the bck/ … folders beside a bmd/ or bdl/ folder), or from its archive's folder and bck/ … "
-        "folders; those made for another model (another joint count, none of its materials) are left out",
+        "folders; those made for another model (another joint or shape count, none of its materials) are left out",
     )
 
 
@@ -208,7 +270,7 @@ def load_model(
     scene = _model_scene(archives.unwrap(data, path), path, name, options)
     if options.import_animations and os.path.isdir(os.path.dirname(path) or "."):
         found = _folder_animations(os.path.dirname(path) or ".")
-        scene.paired = _fitting(scene, [(p, lambda p=p: read_bytes(p)) for p in found])
+        scene.paired = _fitting(scene, [(p, lambda p=p: read_bytes(p), "") for p in found])
     return scene
 
 
@@ -256,6 +318,7 @@ def _archive_models(archive, path: str, options: ModelImportOptions) -> list[Sce
         filename = member_name(path, member.path)
         name = os.path.splitext(os.path.basename(member.path))[0]
         scene = _model_scene(archives.unwrap(member.data, filename), filename, name, options)
+        scene.extras[ARCHIVE_MEMBER] = member.path
         if options.import_animations:
             folder = os.path.dirname(member.path).lower()
             found = [
@@ -267,27 +330,38 @@ def _archive_models(archive, path: str, options: ModelImportOptions) -> list[Sce
                     or os.path.dirname(m.path).lower().rpartition("/")[2] in ANIMATION_FOLDERS
                 )
             ]
-            scene.paired = _fitting(scene, [(member_name(path, m.path), lambda m=m: m.data) for m in found])
+            scene.paired = _fitting(
+                scene, [(member_name(path, m.path), lambda m=m: m.data, m.path) for m in found]
+            )
         scenes.append(scene)
     return scenes
 
 
-def _fitting(scene: Scene, candidates: list[tuple[str, Callable[[], bytes]]]) -> list[Scene]:
-    """The animations of ``candidates`` (file name, its bytes) made for the model: a BCK with its joint
-    count, the others animating at least one of its materials. A damaged file raises its FormatError."""
-    joints = len(scene.skeletons[0].bone_names)
+def _fitting(scene: Scene, candidates: list[tuple[str, Callable[[], bytes], str]]) -> list[Scene]:
+    """The animations of ``candidates`` (file name, its bytes, its archive member path or "") made for
+    the model: a BCK or BCA with its joint count, a BVA with its shape count, the others animating at
+    least one of its materials (the import reads no cluster data to fit a BLA or BLK to). A damaged
+    file raises its FormatError."""
+    counts = {
+        ".bck": (bck.JOINT_COUNT_OFFSET, len(scene.skeletons[0].bone_names)),
+        ".bca": (bca.JOINT_COUNT_OFFSET, len(scene.skeletons[0].bone_names)),
+        ".bva": (bva.SHAPE_COUNT_OFFSET, len(scene.meshes)),
+    }
     materials = {m.name for m in scene.materials}
     fitting = []
-    for filename, data in candidates:
+    for filename, data, member in candidates:
+        extension = os.path.splitext(filename)[1].lower()
+        if extension in (".bla", ".blk"):
+            continue
         raw = archives.unwrap(data(), filename)
-        if filename.lower().endswith(".bck"):
-            at = bck.JOINT_COUNT_OFFSET
-            if len(raw) >= at + 2 and int.from_bytes(raw[at : at + 2], "big") != joints:
+        if extension in counts:
+            at, count = counts[extension]
+            if len(raw) >= at + 2 and int.from_bytes(raw[at : at + 2], "big") != count:
                 continue  # another model's (a damaged one is left to the reader below)
         loaded = load_animation(raw, filename)
-        if filename.lower().endswith(".bck") or any(
-            c.target in materials for a in loaded.animations for c in a.channels
-        ):
+        if member:
+            loaded.animations[0].extras[ARCHIVE_MEMBER] = member
+        if extension in counts or any(c.target in materials for a in loaded.animations for c in a.channels):
             fitting.append(loaded)
     return fitting
 

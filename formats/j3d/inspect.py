@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import bck, bmt, bpk, brk, btk, btp, model_geometry
+from . import bca, bck, bmt, bpk, brk, btk, btp, bva, cluster, model_geometry
 from . import model as model_module
 from .container import ANIMATION_MAGIC, MODEL_MAGIC, read_container
 from .tex1 import WRAP_MODES
@@ -24,7 +24,17 @@ GX_FORMATS = {
     10: "C14X2",
     14: "CMPR",
 }
-ANIMATIONS = {b"bck1": bck, b"btk1": btk, b"brk1": brk, b"btp1": btp, b"bpk1": bpk}
+ANIMATIONS = {
+    b"bck1": bck,
+    b"btk1": btk,
+    b"brk1": brk,
+    b"btp1": btp,
+    b"bpk1": bpk,
+    b"bca1": bca,
+    b"bva1": bva,
+    b"bla1": cluster.bla,
+    b"blk1": cluster.blk,
+}
 
 
 def detect(data: bytes, name: str) -> bool:
@@ -90,6 +100,14 @@ def _track_summary(tracks: np.ndarray) -> str:
     )
 
 
+def _frames_summary(tracks: np.ndarray) -> str:
+    counts = tracks["count"]
+    return (
+        f"{int((counts >= 2).sum())} animated, {int((counts == 1).sum())} constant, "
+        f"{int((counts == 0).sum())} empty; {int(counts.sum())} frames stored"
+    )
+
+
 def _names(label: str, names: list[str], limit: int = 12) -> str:
     shown = ", ".join(names[:limit]) + (f", … ({len(names)} in all)" if len(names) > limit else "")
     return f"  {label}: {shown}"
@@ -98,7 +116,7 @@ def _names(label: str, names: list[str], limit: int = 12) -> str:
 def summarize(data: bytes, name: str) -> str:
     magic = data[:4]
     if magic == ANIMATION_MAGIC:
-        kinds = (*ANIMATIONS, b"bca1", b"bva1")
+        kinds = tuple(ANIMATIONS)
     else:
         kinds = (bmt.KIND, *bmt.MODEL_KINDS)
     container = read_container(data, name, magic, kinds)
@@ -156,6 +174,35 @@ def summarize(data: bytes, name: str) -> str:
             for n, e in zip(model.material_names, model.entries, strict=True)
         ]
         lines += [_loop(model.loop_mode, model.length), _names("patterns", entries)]
+    elif module is bca:
+        model = bca.read(data, name)
+        lines += [
+            _loop(model.loop_mode, model.length),
+            f"  joints: {model.joint_count}, a value per frame, rotation unit 180/32768°",
+            f"  banks: {len(model.scale_bank)} scale, {len(model.rotation_bank)} rotation, "
+            f"{len(model.translation_bank)} translation",
+            f"  tracks: {_frames_summary(model.tracks)}",
+        ]
+    elif module is bva:
+        model = bva.read(data, name)
+        hidden = [
+            f"shape{i}"
+            for i, t in enumerate(model.tracks)
+            if not model.values[int(t["first"]) : int(t["first"]) + int(t["count"])].all()
+        ]
+        lines += [
+            _loop(model.loop_mode, model.length),
+            f"  shapes: {len(model.tracks)}, a visibility per frame; {_frames_summary(model.tracks)}",
+            _names("hidden at some frame", hidden),
+        ]
+    elif module in (cluster.bla, cluster.blk):
+        model = module.read(data, name)
+        summary = _track_summary(model.tracks) if model.keyed else _frames_summary(model.tracks)
+        lines += [
+            _loop(model.loop_mode, model.length),
+            f"  clusters: {len(model.tracks)} ({'keyed' if model.keyed else 'a weight per frame'}), "
+            f"{len(model.weights)} weights; {summary}",
+        ]
     elif any(s.magic == b"MAT3" for s in container.sections):
         if container.kind in model_module.KINDS:
             lines += _model_lines(data, name)

@@ -33,6 +33,7 @@ import dataclasses
 
 import numpy as np
 
+from ..curves import sample
 from ..scene import (
     Animation,
     Channel,
@@ -626,17 +627,24 @@ def _kept_values(animation: Animation, bone: str, positions, quats_xyzw) -> tupl
 
 
 def _bone_values(channels: list[Channel], path: str, times: np.ndarray, default: np.ndarray) -> np.ndarray:
-    """Values of one property at ``times``; keys are hit exactly, other times interpolated linearly."""
+    """Values of one property at ``times``: the keys themselves where the times are the keys', else
+    the curve as it plays there (Bézier easing, steps; quaternions normalised)."""
     out = np.repeat(np.asarray(default, np.float64)[None], len(times), 0)
     for channel in channels:
         if channel.path != path or not len(channel.times):
             continue
-        columns = range(out.shape[1]) if channel.index is None else [channel.index]
-        for k, column in enumerate(columns):
-            if np.array_equal(channel.times, times, equal_nan=True):
-                out[:, column] = channel.values[:, k]  # the keys themselves, whatever their values
-            else:
-                out[:, column] = np.interp(times, channel.times, channel.values[:, k])
+        columns = list(range(out.shape[1])) if channel.index is None else [channel.index]
+        if np.array_equal(channel.times, times, equal_nan=True):
+            out[:, columns] = channel.values  # the keys themselves, whatever their values
+        else:
+            out[:, columns] = sample(
+                channel.times,
+                channel.values,
+                channel.interpolation,
+                channel.handles_left,
+                channel.handles_right,
+                times,
+            )
     if path == "rotation_quaternion":
         between = ~np.isin(times, np.concatenate([c.times for c in channels if c.path == path] or [[]]))
         length = np.linalg.norm(out, axis=1, keepdims=True)

@@ -325,7 +325,10 @@ def build_animation(
     rig = rigs[animation.skeleton or 0] if rigs else None
     targets = {
         "object": {o.get(props.SCENE_NAME, o.name): o for o in result.armatures + result.objects},
-        "shape_key": {m.name: o for m, o in zip(scene.meshes, result.objects, strict=True)},
+        # Applied to existing objects (``build.add_animations``), a Scene has no meshes: their own names.
+        "shape_key": {m.name: o for m, o in zip(scene.meshes, result.objects, strict=True)}
+        if scene.meshes
+        else {o.get(props.SCENE_NAME, o.name): o for o in result.objects if o.type == "MESH"},
         "material": {m.name: b for m, b in zip(scene.materials, result.materials, strict=True)},
     }
     channels = [(c, None) for c in animation.channels]
@@ -524,8 +527,10 @@ def _imported_actions(armature_obj, mesh_objs, materials, records, tagged, recor
     return actions
 
 
-def _unescape(name: str) -> str:
-    return re.sub(r"\\(.)", r"\1", name)
+def pose_target(data_path: str) -> tuple[str, str] | None:
+    """(bone name, pose property) an F-curve's data path keys, or None for anything but a pose bone."""
+    match = _POSE_PATH.match(data_path)
+    return (re.sub(r"\\(.)", r"\1", match.group(1)), match.group(2)) if match else None
 
 
 def _curves_by_path(action) -> dict[str, list]:
@@ -602,9 +607,9 @@ def _tagged_animation(primary, record: AnimationRecord, members, maps, renamed) 
         if channel_record.array_index is not None:  # one component; the others are other channels
             fcurves = [fc for fc in fcurves if fc.array_index == channel_record.array_index]
         target = renamed.get((channel_record.kind, channel_record.target), channel_record.target)
-        pose = _POSE_PATH.match(channel_record.data_path) if channel_record.kind == "bone" else None
+        pose = pose_target(channel_record.data_path) if channel_record.kind == "bone" else None
         if pose is not None:  # the bone's name in Blender, which the skeleton uses
-            target = _unescape(pose.group(1))
+            target = pose[0]
         animation.channels += _recorded_channels(channel_record, fcurves, target, maps)
     return animation
 
@@ -655,17 +660,15 @@ def _untagged_animation(context, action, maps) -> Animation:
         skeleton=0,
     )
     for data_path, fcurves in _curves_by_path(action).items():
-        match = _POSE_PATH.match(data_path)
-        if not match:
+        pose = pose_target(data_path)
+        if pose is None:
             continue
         keys = _keys_of_rows([fcurve_rows(fc) for fc in fcurves])
         if keys is None:
             continue
         times, values, interpolation, left, right = keys
-        channel = Channel(
-            "bone", _unescape(match.group(1)), match.group(2), times, values, interpolation, left, right
-        )
-        channel = bones.relative_channel(channel, match.group(2), maps, None)
+        channel = Channel("bone", pose[0], pose[1], times, values, interpolation, left, right)
+        channel = bones.relative_channel(channel, pose[1], maps, None)
         if channel is not None:
             animation.channels.append(channel)
     return animation

@@ -36,7 +36,9 @@ from mathutils import Matrix
 
 from ...formats.curves import (
     BoneMaps,
+    bake_keys,
     continuity_signs,
+    continuous_angles,
     euler_to_matrix,
     map_keys,
     matrix_to_euler,
@@ -229,12 +231,6 @@ def rotation_modes(scene: Scene, maps: list[dict[str, BoneMaps]]) -> dict[tuple[
 # -- bone channels, build side ----------------------------------------------------
 
 
-def bake_frames(times: np.ndarray) -> np.ndarray:
-    """Every whole frame of the keyed range plus the key times themselves."""
-    whole = np.arange(np.ceil(times[0]), np.floor(times[-1]) + 1)
-    return np.union1d(whole, times)
-
-
 def _single_component(channel: Channel, maps: BoneMaps, pose_bone) -> tuple[int, float, float] | None:
     """(pose component, factor, offset) when a per-component channel maps onto one pose component alone."""
     if channel.path not in maps.maps or (
@@ -279,7 +275,8 @@ def component_channels(channels, rig: Rig) -> list[tuple[Channel, list[Channel] 
 
 
 def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
-    """One channel of every component of ``parts``' path; components they do not key hold the rest value."""
+    """One channel of every component of ``parts``' path; components they do not key hold the rest value.
+    Components keyed at different frames are baked together (``curves.bake_keys``), steps at their keys."""
     first = parts[0]
     rest = {
         "location": maps.rest_translation,
@@ -288,29 +285,41 @@ def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
     }[first.path]
     times = np.asarray(first.times, np.float64)
     shared = all(np.array_equal(p.times, times) and p.interpolation == first.interpolation for p in parts)
-    if not shared:  # keyed at different frames: every component sampled at every frame and key
-        times = bake_frames(np.unique(np.concatenate([np.asarray(p.times, np.float64) for p in parts])))
-    values = np.tile(rest, (len(times), 1))
-    bezier = shared and first.interpolation == "BEZIER" and all(p.handles_left is not None for p in parts)
-    handles = []
-    if bezier:
-        for side in ("handles_left", "handles_right"):
-            frames = np.asarray(getattr(first, side), np.float64)[:, 0, 0]
-            handles.append(np.stack(np.broadcast_arrays(frames[:, None], rest[None, :]), axis=-1).copy())
-    for p in parts:
-        keys = np.asarray(p.values, np.float64).reshape(len(p.times), 1)
-        if shared:
-            values[:, p.index] = keys[:, 0]
+    interpolation, left, right = first.interpolation, None, None
+    if shared:
+        values = np.tile(rest, (len(times), 1))
+        for p in parts:
+            values[:, p.index] = np.asarray(p.values, np.float64).reshape(-1)
+        if first.interpolation == "BEZIER" and all(p.handles_left is not None for p in parts):
+            left, right = (
+                np.stack(
+                    np.broadcast_arrays(
+                        np.asarray(getattr(first, side), np.float64)[:, :1, 0], rest[None, :]
+                    ),
+                    axis=-1,
+                ).copy()
+                for side in ("handles_left", "handles_right")
+            )
+            for p in parts:
+                left[:, p.index] = np.asarray(p.handles_left, np.float64)[:, 0]
+                right[:, p.index] = np.asarray(p.handles_right, np.float64)[:, 0]
+    else:
+
+        def evaluate(frames):
+            values = np.tile(rest, (len(frames), 1))
+            for p in parts:
+                keys = np.asarray(p.values, np.float64).reshape(len(p.times), 1)
+                values[:, p.index] = sample(
+                    p.times, keys, p.interpolation, p.handles_left, p.handles_right, frames
+                )[:, 0]
+            return values
+
+        times = np.unique(np.concatenate([np.asarray(p.times, np.float64) for p in parts]))
+        if all(p.interpolation == "CONSTANT" for p in parts):
+            interpolation, values = "CONSTANT", evaluate(times)
         else:
-            values[:, p.index] = sample(
-                p.times, keys, p.interpolation, p.handles_left, p.handles_right, times
-            )[:, 0]
-        for handle, side in zip(
-            handles, ("handles_left", "handles_right"), strict=False
-        ):  # none unless Bézier
-            handle[:, p.index] = np.asarray(getattr(p, side), np.float64)[:, 0]
-    interpolation = first.interpolation if shared else "LINEAR"
-    left, right = handles if bezier else (None, None)
+            interpolation = "BEZIER"
+            times, values, left, right = bake_keys(times, evaluate)
     return Channel("bone", first.target, first.path, times, values, interpolation, left, right, first.extras)
 
 
@@ -352,19 +361,28 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
 
 
 def _bake(channel, times, values, hl, hr, maps: BoneMaps, record: ChannelRecord):
-    """(frames, (pose values, None, None), "LINEAR", pose path) of a channel no affine map carries: sampled
-    at every frame (``bake_frames``); eulers become quaternions."""
-    frames = bake_frames(times)
-    sampled = sample(times, values, channel.interpolation, hl, hr, frames)
+    """(frames, (pose values, handles), interpolation, pose path) of a channel no affine map carries:
+    Bézier keys that follow it at every frame and between frames (``curves.bake_keys``); eulers
+    become quaternions. Steps stay steps, at their keys."""
     path = channel.path
     if path == "rotation_euler":
         path = "rotation_quaternion"
-        sampled = matrix_to_quat(maps.basis_rotation(euler_to_matrix(sampled)))
         record.baked = "rotation_euler"
+
+        def pose(frames):
+            euler = sample(times, values, channel.interpolation, hl, hr, frames)
+            return matrix_to_quat(maps.basis_rotation(euler_to_matrix(euler)))
     else:
-        sampled = sampled @ maps.maps[path][0].T + maps.maps[path][1]
         record.baked = path
-    return frames, (sampled, None, None), "LINEAR", path
+        a, b = maps.maps[path]
+
+        def pose(frames):
+            return sample(times, values, channel.interpolation, hl, hr, frames) @ a.T + b
+
+    if channel.interpolation == "CONSTANT":
+        return times, (pose(times), None, None), "CONSTANT", path
+    frames, baked, left, right = bake_keys(times, pose, quaternion=path == "rotation_quaternion")
+    return frames, (baked, left, right), "BEZIER", path
 
 
 def _continuous(values, hl, hr, record: ChannelRecord):
@@ -531,22 +549,35 @@ def _relative_channel(
             left[..., 1] *= signs[:, None]
             right[..., 1] *= signs[:, None]
     if baked == "rotation_euler" or (pose_path == "rotation_euler" and pose_path not in bone.maps):
-        if baked != "rotation_euler":  # Euler keys of a rotated rest: convert every frame
-            frames = bake_frames(channel.times)
-            values = sample(channel.times, values, channel.interpolation, left, right, frames)
-            channel.times = frames
-        basis = quat_to_matrix(values) if pose_path == "rotation_quaternion" else euler_to_matrix(values)
-        channel.path = "rotation_euler"
-        channel.values = matrix_to_euler(bone.relative_rotation(basis))
-        channel.interpolation, channel.handles_left, channel.handles_right = "LINEAR", None, None
+        # Back to parent-relative eulers (a quaternion baked from them, or euler keys on a rotated
+        # rest): no per-component map exists, so the rotation Blender plays is baked again.
+        times, interpolation = np.asarray(channel.times, np.float64), channel.interpolation
+
+        def relative(frames):
+            pose = sample(times, values, interpolation, left, right, frames)
+            if pose_path == "rotation_quaternion":
+                basis = quat_to_matrix(pose / np.linalg.norm(pose, axis=1, keepdims=True))
+            else:
+                basis = euler_to_matrix(pose)
+            return matrix_to_euler(bone.relative_rotation(basis))
+
+        channel.path, channel.handles_left, channel.handles_right = "rotation_euler", None, None
+        if interpolation == "CONSTANT":
+            channel.values = relative(times)
+            return channel
+        channel.times, channel.values, channel.handles_left, channel.handles_right = bake_keys(
+            times, continuous_angles(relative, times)
+        )
+        channel.interpolation = "BEZIER"
         return channel
     a, b = bone.inverses[pose_path]
     mapped = map_keys(values, left, right, channel.interpolation, a, b)
-    if mapped is None:  # Bézier handles the map cannot carry: sample every frame
-        frames = bake_frames(channel.times)
-        values = sample(channel.times, values, channel.interpolation, left, right, frames)
-        channel.times, channel.interpolation = frames, "LINEAR"
-        mapped = (values @ a.T + b, None, None)
+    if mapped is None:  # Bézier handles the map cannot carry: the mapped curve baked
+        times = np.asarray(channel.times, np.float64)
+        channel.times, *mapped = bake_keys(
+            times, lambda frames: sample(times, values, "BEZIER", left, right, frames) @ a.T + b
+        )
+        channel.interpolation = "BEZIER"
     channel.path = pose_path
     channel.values, channel.handles_left, channel.handles_right = mapped
     return channel

@@ -184,14 +184,15 @@ def replace_animations(scene: Scene, armature_obj) -> BuildResult:
 
 
 def add_animations(
-    scene: Scene, context, armature_obj=None, materials=(), *, set_frame_rate: bool = True
+    scene: Scene, context, armature_obj=None, materials=(), objects=(), *, set_frame_rate: bool = True
 ) -> BuildResult:
     """Build the Scene's animations onto existing Blender data, after the animations it already has.
 
     Bone channels animate ``armature_obj``: ``scene.skeletons[0]`` is its own skeleton (as
     ``extract.extract_scene`` gives it), so channels find their bones by Blender's names; bones
     whose euler channels map exactly turn to XYZ rotation. Material channels animate those of
-    ``materials`` whose Scene name (``props.scene_name``) they give. The new actions are recorded
+    ``materials`` whose Scene name (``props.scene_name``) they give; object (``hide``) and shape-key
+    channels, those of ``objects`` their Scene name gives. The new actions are recorded
     for export and the first is assigned; ``set_frame_rate``: the frame rate and range follow it.
     """
     validate(scene)
@@ -199,7 +200,9 @@ def add_animations(
     record = props.import_record(armature_objs)
     collection = record or (armature_obj.users_collection[0] if armature_obj else context.scene.collection)
     targets = {props.scene_name(m): m for m in materials}
-    result = BuildResult(collection, armatures=armature_objs, materials=list(targets.values()))
+    result = BuildResult(
+        collection, armatures=armature_objs, objects=list(objects), materials=list(targets.values())
+    )
     scene = dataclasses.replace(scene, meshes=[], materials=[Material(name) for name in targets], images=[])
     maps = [bone_maps(s) for s in scene.skeletons]
     for (_, bone), mode in rotation_modes(scene, maps).items():

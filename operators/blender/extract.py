@@ -9,6 +9,8 @@ did not edit it, and Blender's current data is used where they did.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import bpy
 
 from ...formats.scene import Scene
@@ -17,16 +19,16 @@ from .animation import extract_animations
 from .armature import extract_skeleton, rest_position
 from .image import extract_image
 from .material import extract_material
-from .mesh import extract_mesh, vertex_group_weights  # noqa: F401  (imported from here by the operators)
+from .mesh import extract_mesh, modifiers_applied, vertex_group_weights  # noqa: F401  (imported from here by the operators)
 
 
-def extract_scene(context, armature_obj, mesh_objs, *, actions=None) -> Scene:
+def extract_scene(context, armature_obj, mesh_objs, *, actions=None, apply_modifiers=False) -> Scene:
     """A Scene of the armature (or None), the mesh objects and the animations.
 
     ``actions`` are the bone actions to export (each brings the material,
     shape-key and visibility actions imported with it); None means every
     imported action animating this armature's bones, plus the armature's
-    active action.
+    active action. ``apply_modifiers``: each mesh as its modifiers leave it (Armature aside).
     """
     scene = Scene()
     record = props.import_record([o for o in [armature_obj, *mesh_objs] if o is not None])
@@ -43,7 +45,10 @@ def extract_scene(context, armature_obj, mesh_objs, *, actions=None) -> Scene:
         scene.skeletons.append(skeleton)
     with rest_position(context, armature_obj):  # object matrices as at rest (bone parents)
         for obj in mesh_objs:
-            scene.meshes.append(extract_mesh(context, obj, armature_obj, skeleton, materials, scene.warnings))
+            with modifiers_applied(context, obj, scene.warnings) if apply_modifiers else nullcontext():
+                scene.meshes.append(
+                    extract_mesh(context, obj, armature_obj, skeleton, materials, scene.warnings)
+                )
     scene.materials = [extract_material(m, images) for m in materials.items]
     scene.images = [extract_image(i) for i in images.items]
     # Channel targets are the names things had on import; follow the user's renames.

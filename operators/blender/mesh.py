@@ -14,6 +14,8 @@ strongest bones (as many as the mesh had when imported, else all), ordered by we
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import bpy
 import numpy as np
 from mathutils import Matrix
@@ -234,6 +236,39 @@ def _per_point(values: np.ndarray, corner_vertices: np.ndarray, vertex_count: in
     if np.abs(point[corner_vertices] - values).max(initial=0.0) > tolerance:
         return None
     return point
+
+
+@contextmanager
+def modifiers_applied(context, obj, warnings: list[str]):
+    """While exporting, ``obj`` holds the mesh its modifiers make (Apply Modifiers), Armature modifiers
+    left out since the skin carries the pose; its own mesh is back afterwards. Shape keys do not
+    survive modifiers: said in ``warnings``."""
+    applied = [m for m in obj.modifiers if m.show_viewport and m.type != "ARMATURE"]
+    if not applied:
+        yield
+        return
+    armatures = [m for m in obj.modifiers if m.show_viewport and m.type == "ARMATURE"]
+    for modifier in armatures:
+        modifier.show_viewport = False
+    try:
+        depsgraph = context.evaluated_depsgraph_get()
+        mesh = bpy.data.meshes.new_from_object(
+            obj.evaluated_get(depsgraph), preserve_all_data_layers=True, depsgraph=depsgraph
+        )
+    finally:
+        for modifier in armatures:
+            modifier.show_viewport = True
+    original = obj.data
+    for key in original.keys():  # what the import kept on the mesh (extras, layer domains)
+        mesh[key] = original[key]
+    if original.shape_keys is not None:
+        warnings.append(f"{obj.name}: shape keys left out: its modifiers ({applied[0].name}…) were applied")
+    obj.data = mesh
+    try:
+        yield
+    finally:
+        obj.data = original
+        bpy.data.meshes.remove(mesh)
 
 
 def extract_mesh(context, obj, armature_obj, skeleton, materials, warnings: list[str]) -> Mesh:

@@ -66,7 +66,8 @@ def blender_local(context, armature, names, frames) -> np.ndarray:
     )
     out = np.empty((len(frames), len(names), 4, 4))
     for f, frame in enumerate(frames):
-        context.scene.frame_set(int(frame))
+        whole = int(np.floor(frame))
+        context.scene.frame_set(whole, subframe=float(frame - whole))
         out[f] = rest_local @ np.array([np.array(armature.pose.bones[n].matrix_basis) for n in names])
     return out
 
@@ -105,3 +106,20 @@ def material_object(context, slots: dict[str, int]):
     obj.select_set(True)
     context.view_layer.objects.active = obj
     return {m.name: b for m, b in zip(materials, result.materials, strict=True)}
+
+
+def shape_objects(context, count: int):
+    """``count`` selected meshes named shape0, shape1, … as the J3D model import names a model's shapes."""
+    meshes = [
+        sc.Mesh(
+            f"shape{i}",
+            np.array([[i, 0, 0], [i + 1, 0, 0], [i, 1, 0]], np.float32),
+            np.array([[0, 1, 2]], np.int32),
+        )
+        for i in range(count)
+    ]
+    objects = build_scene(sc.Scene(name="shapes", meshes=meshes), context).objects
+    for obj in context.view_layer.objects:
+        obj.select_set(obj in objects)
+    context.view_layer.objects.active = objects[0] if objects else None
+    return objects

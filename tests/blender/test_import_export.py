@@ -106,10 +106,17 @@ def test_options_are_drawn_in_their_panels():
     chosen = drawn("toshi", "exporter", tkl_mode="NEW")
     in_panel = lambda slug: [name for panel, name in chosen if panel == f"RETRO_toshi_export_{slug}"]  # noqa: E731
     assert in_panel("libraries") == ["open", "tkl_mode", "new_tkl_name", "write_tml"]
-    assert in_panel("include") == ["open", "use_selection", "use_visible", "use_active_collection", "lods"]
+    assert in_panel("include") == [
+        "open",
+        "use_selection",
+        "use_visible",
+        "use_active_collection",
+        "use_mesh_modifiers",
+        "lods",
+    ]
     assert drawn("j3d", "importer")[-2:] == [
         ("RETRO_j3d_import_texture_patterns", "closed"),
         ("RETRO_j3d_import_texture_patterns", "textures_file"),
     ]
     assert drawn("tmrf", "exporter")[0] == ("", "file_contents")  # above the panels
-    assert drawn("j3d", "exporter") == [("", "animation")]  # no axis conversion
+    assert drawn("j3d", "exporter") == [("", "animation"), ("", "member")]  # no axis conversion

@@ -198,6 +198,9 @@ def test_export_is_in_the_menu_and_file_handler(addon):
     from retro_models.formats.registry import FAMILIES
 
     menu = [(f.exporter.idname, f.exporter.menu) for f in FAMILIES if f.exporter]
-    assert ("export_scene.j3d_animation", "J3D animation (.bck .btk .brk .bpk .btp)") in menu
+    assert (
+        "export_scene.j3d_animation",
+        "J3D animation (.bck .btk .brk .bpk .btp .bca .bva .bla .blk)",
+    ) in menu
     handler = bpy.types.FileHandler.bl_rna_get_subclass_py("IO_FH_retro_j3d_animation")
     assert handler.bl_export_operator == "export_scene.j3d_animation"

@@ -54,7 +54,7 @@ def test_bck_matches_the_game_at_every_frame(empty_scene, path, rotated):
         assert any(fc.data_path.endswith("rotation_quaternion") for fc in fcurves)
     cyclic = [fc for fc in fcurves if any(m.type == "CYCLES" for m in fc.modifiers)]
     assert bool(cyclic) == (model.loop_mode in (2, 4))
-    frames = np.arange(0, model.length + 1)
+    frames = np.arange(0, 4 * model.length + 1) / 4  # whole frames and between them
     names = [f"joint{i}" for i in range(model.joint_count)]
     assert_same_transforms(expected_local(model, frames), blender_local(context, armature, names, frames))
 

@@ -169,6 +169,33 @@ def test_export_includes_what_the_options_say(empty_scene, tmp_path):
     assert exported(use_active_collection=True) == len(in_collection)
 
 
+def test_apply_modifiers_exports_what_the_modifiers_make(empty_scene, tmp_path):
+    import retro_models
+
+    for file_name, data in demo_files().items():
+        (tmp_path / file_name).write_bytes(data)
+    retro_models.import_file(bpy.context, str(tmp_path / "demo.tmd"))
+    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    body = max((o for o in bpy.data.objects if o.type == "MESH"), key=lambda o: len(o.data.vertices))
+    mirror = body.modifiers.new("Mirror", "MIRROR")
+    mirror.use_mirror_merge = False
+    own_mesh, meshes_before = body.data, len(bpy.data.meshes)
+    bpy.context.view_layer.objects.active = armature
+
+    def exported_vertices(**options) -> int:
+        folder = tmp_path / f"out{len(options)}"
+        folder.mkdir()
+        retro_models.export_file(bpy.context, str(folder / "demo.tmd"), family="toshi", **options)
+        scene = registry.family_for(str(folder / "demo.tmd")).importer.load(
+            str(folder / "demo.tmd"), registry.family_for(str(folder / "demo.tmd")).importer.options()
+        )
+        return sum(len(m.positions) for m in scene.meshes)
+
+    plain = exported_vertices()
+    assert exported_vertices(use_mesh_modifiers=True) == plain + len(own_mesh.vertices)
+    assert body.data == own_mesh and len(bpy.data.meshes) == meshes_before  # nothing left behind
+
+
 def layer_of(layer, collection):
     if layer.collection == collection:
         return layer

@@ -7,7 +7,7 @@ import numpy as np
 from retro_models.formats.tmrf import media
 from retro_models.formats.tmrf import resources as res
 from retro_models.operators.blender import compat
-from test_tmrf_operators import export, full_file, import_file, select_all_of
+from test_tmrf_operators import export, full_file, import_file, select_all_of, select_only
 
 
 def random_values_file(seed: int = 3) -> bytes:
@@ -59,3 +59,35 @@ def test_one_moved_key_keeps_every_other_value(empty_scene, tmp_path):
         changed = (new_positions != positions).any(axis=1)
         # The arm's first key moved (along its rest Z: several parent-relative components), nothing else.
         assert changed.tolist() == ([True, False] if bone == "arm" else [False, False]), bone
+
+
+def test_new_action_with_easing_exports_the_pose_of_every_frame(empty_scene, tmp_path):
+    """Bézier easing (Blender's default keys) reaches a frame animation as the pose of each frame."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "model.tpak").write_bytes(full_file())
+    import_file(tmp_path / "in" / "model.tpak")
+    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    ease = bpy.data.actions.new("ease")
+    compat.assign_action(armature, ease, None)
+    arm = armature.pose.bones["arm"]
+    for frame, height in ((0, 0.0), (10, 1.0)):
+        arm.location = (0.0, 0.0, height)
+        arm.keyframe_insert("location", frame=frame)
+    frames = range(11)
+
+    def poses(action) -> np.ndarray:
+        compat.assign_action(armature, action, compat.action_slot(action))
+        out = []
+        for frame in frames:
+            bpy.context.scene.frame_set(frame)
+            out.append(np.array(arm.location))
+        return np.array(out)
+
+    played = poses(ease)
+    assert not np.allclose(played[2, 2], 0.2, atol=1e-2)  # eased, not linear
+    select_only([armature], armature)
+    export(tmp_path / "ease.tani", animation_kind="FRAME")
+    before = set(bpy.data.actions)
+    import_file(tmp_path / "ease.tani")
+    (again,) = [a for a in set(bpy.data.actions) - before if a.name.startswith("ease")]
+    np.testing.assert_allclose(poses(again), played, atol=1e-4)

@@ -4,7 +4,7 @@ Right answers: the operator finishes with nothing non-finite in Blender, or it r
 problem and leaves ``bpy.data`` as it was. A Python traceback out of the operator, datablocks left
 by a failed import, or NaN or infinity in what an import made (vertex positions, bone and pose
 matrices, keys) are defects. J3D files apply to a selection, so their scene holds what the seed file applies to
-(an armature with its joints, an object with its materials), made before the counts are taken.
+(an armature with its joints, an object with its materials, the shapes a BVA shows), made before the counts are taken.
 """
 
 from __future__ import annotations
@@ -84,8 +84,12 @@ def make_scene(seed: Seed) -> None:
     """The empty scene, with what a J3D seed applies to."""
     bpy.ops.wm.read_factory_settings(use_empty=True)
     extension = os.path.splitext(seed.name)[1]
-    if extension == ".bck":
-        j3d_support.make_armature(bpy.context, joint_count(seed.data), rotated=False)
+    if extension in (".bck", ".bca"):
+        j3d_support.make_armature(bpy.context, joint_count(seed.data, extension), rotated=False)
+    elif extension == ".bva":
+        j3d_support.shape_objects(bpy.context, len(READERS[extension].read(seed.data, seed.name).tracks))
+    elif extension in (".bla", ".blk"):
+        j3d_support.material_object(bpy.context, {})
     elif extension in READERS:
         model = READERS[extension].read(seed.data, seed.name)
         groups = (model.register, model.konst) if extension == ".brk" else (model,)

@@ -43,7 +43,7 @@ import ttyd_fixtures  # noqa: E402
 from retro_models.formats import archives  # noqa: E402
 from retro_models.formats.archives import compression, rarc, u8  # noqa: E402
 from retro_models.formats.errors import FormatError  # noqa: E402
-from retro_models.formats.j3d import bck, bmt, bpk, brk, btk, btp, material_set  # noqa: E402
+from retro_models.formats.j3d import bca, bck, bmt, bpk, brk, btk, btp, bva, cluster, material_set  # noqa: E402
 from retro_models.formats.j3d import convert as j3d_convert  # noqa: E402
 from retro_models.formats.j3d import model as j3d_model  # noqa: E402
 from retro_models.formats.j3d import model_convert as j3d_model_convert  # noqa: E402
@@ -161,7 +161,17 @@ def tmrf_files() -> dict[str, bytes]:
     return {"full.tmdl": tmrf_fixtures.full_file(), "demo.tmdl": demo}
 
 
-J3D_ANIMATIONS = {".bck": bck, ".btk": btk, ".brk": brk, ".bpk": bpk, ".btp": btp}
+J3D_ANIMATIONS = {
+    ".bck": bck,
+    ".btk": btk,
+    ".brk": brk,
+    ".bpk": bpk,
+    ".btp": btp,
+    ".bca": bca,
+    ".bva": bva,
+    ".bla": cluster.bla,
+    ".blk": cluster.blk,
+}
 
 
 @functools.cache
@@ -232,14 +242,15 @@ def run_dds(data: bytes, seed: Seed):
 
 
 @functools.cache
-def joint_count(seed_data: bytes) -> int:
-    return bck.read(seed_data).joint_count
+def joint_count(seed_data: bytes, extension: str = ".bck") -> int:
+    return J3D_ANIMATIONS[extension].read(seed_data).joint_count
 
 
-def run_bck(data: bytes, seed: Seed):
-    """A BCK applied to an armature with the seed's joints (another count is refused, as on import)."""
-    model = bck.read(data, seed.name)
-    joints = joint_count(seed.data)
+def run_joints(data: bytes, seed: Seed):
+    """A BCK or BCA applied to an armature with the seed's joints (another count is refused, as on import)."""
+    extension = os.path.splitext(seed.name)[1]
+    model = J3D_ANIMATIONS[extension].read(data, seed.name)
+    joints = joint_count(seed.data, extension)
     if model.joint_count != joints:
         raise FormatError(seed.name, 0x2C, f"{model.joint_count} joints for an armature of {joints}")
     return j3d_convert.to_scene(model, [f"joint{i}" for i in range(joints)], seed.name)
@@ -328,7 +339,11 @@ PURE_TARGETS = [
     Target("toshi.tml", run_toshi, seeds_ending(toshi_sets, ".tml")),
     Target("tamsoft.tmd0", run_tmd0, seeds_ending(tamsoft_sets, ".tmd")),
     Target("tamsoft.cat", run_cat, seeds_ending(tamsoft_sets, "_mdl_00.cat")),
-    Target("j3d.bck", run_bck, j3d_seeds(".bck")),
+    Target("j3d.bck", run_joints, j3d_seeds(".bck")),
+    Target("j3d.bca", run_joints, j3d_seeds(".bca")),
+    Target("j3d.bva", j3d_animation(bva), j3d_seeds(".bva")),
+    Target("j3d.bla", j3d_animation(cluster.bla), j3d_seeds(".bla")),
+    Target("j3d.blk", j3d_animation(cluster.blk), j3d_seeds(".blk")),
     Target("j3d.btk", j3d_animation(btk), j3d_seeds(".btk")),
     Target("j3d.brk", j3d_animation(brk), j3d_seeds(".brk")),
     Target("j3d.btp", j3d_animation(btp), j3d_seeds(".btp")),

@@ -151,3 +151,63 @@ def tex1_bytes() -> bytes:
 
 def bmt_bytes() -> bytes:
     return j3d(b"J3D2", b"bmt3", [mat3_bytes(), tex1_bytes()], b"SVR3" + b"\xff" * 12)
+
+
+def full(count: int, first: int) -> bytes:
+    return struct.pack(">HH", count, first)
+
+
+def bca_bytes() -> bytes:
+    """Two joints, a value per frame. Joint 0: scale X 1.0, 1.5, 2.0 and rotation Z 0°, 45°, 90°
+    (raw 0, 8192, 16384); joint 1: translation Y 5.0, −3.5. Everything else one frame at bank
+    index 0 (scale 1, rotation 0, translation 0)."""
+    one = full(1, 0)
+    joint0 = [
+        full(3, 1),
+        one,
+        one,
+        one,
+        one,
+        one,
+        one,
+        full(3, 1),
+        one,
+    ]  # X, Y, Z × scale, rotation, translation
+    joint1 = [one, one, one, one, one, full(2, 1), one, one, one]
+    tracks = b"".join(joint0 + joint1)  # 0x48 bytes at 0x40
+    scale = struct.pack(">4f", 1.0, 1.0, 1.5, 2.0)
+    rotation = struct.pack(">4h", 0, 0, 8192, 16384)
+    translation = struct.pack(">3f", 0.0, 5.0, -3.5)
+    header = b"ANF1" + struct.pack(">IBBhHHHHIIII", 0x100, 2, 0, 3, 2, 4, 4, 3, 0x40, 0xA0, 0xC0, 0xE0)
+    section = header + pad(0x1C) + tracks + pad(0x18) + scale + pad(0x10) + rotation + pad(0x18)
+    section += translation + pad(0x14)
+    assert len(section) == 0x100
+    return j3d(b"J3D1", b"bca1", [section])
+
+
+def bva_bytes() -> bytes:
+    """Three shapes over 4 frames: shape 0 shown, shown, hidden, shown; shape 1 always hidden;
+    shape 2 shown, hidden, shown, shown (it shares shape 0's values from index 1)."""
+    header = b"VAF1" + struct.pack(">IBBhHHII", 0x40, 0, 0xFF, 4, 3, 5, 0x20, 0x2C)
+    values = bytes([1, 1, 0, 1, 1])
+    section = header + pad(8) + full(4, 0) + full(1, 2) + full(4, 1) + values + pad(0x0F)
+    assert len(section) == 0x40
+    return j3d(b"J3D1", b"bva1", [section])
+
+
+def bla_bytes() -> bytes:
+    """Two clusters: cluster 0 weighs 0, 0.5, 1 over 3 frames, cluster 1 0.25 throughout."""
+    header = b"CLF1" + struct.pack(">IBBhHHII", 0x60, 0, 0xFF, 3, 2, 4, 0x20, 0x40)
+    weights = struct.pack(">4f", 0.0, 0.5, 1.0, 0.25)
+    section = header + pad(8) + full(3, 0) + full(1, 3) + pad(0x18) + weights + pad(0x10)
+    assert len(section) == 0x60
+    return j3d(b"J3D1", b"bla1", [section])
+
+
+def blk_bytes() -> bytes:
+    """Two clusters: cluster 0 keyed (0, 0, 0) → (10, 1, 0), cluster 1 constant 1.0 (bank index 0)."""
+    header = b"CLK1" + struct.pack(">IBBhHHII", 0x60, 2, 0xFF, 10, 2, 7, 0x20, 0x40)
+    weights = struct.pack(">7f", 1.0, 0.0, 0.0, 0.0, 10.0, 1.0, 0.0)
+    section = header + pad(8) + track(2, 1, 0) + track(1, 0, 0) + pad(0x14) + weights + pad(4)
+    assert len(section) == 0x60
+    return j3d(b"J3D1", b"blk1", [section])
