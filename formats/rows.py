@@ -74,6 +74,8 @@ def _within(existing: np.ndarray, wanted: np.ndarray, tolerance: float) -> np.nd
     wide; each wanted row looks at every existing row in the 2^components cells its tolerance box
     touches."""
     found = np.full(len(wanted), -1, np.int64)
+    _, representative = unique_rows(existing)  # equal rows are looked at once (the first of them)
+    existing = existing[representative]
     cell = 2 * tolerance
     keys = _cell_keys(np.floor(existing / cell))
     order = np.argsort(keys, kind="stable")
@@ -90,5 +92,5 @@ def _within(existing: np.ndarray, wanted: np.ndarray, tolerance: float) -> np.nd
             at = first + step
             rows = order[np.minimum(at, len(order) - 1)]
             close = (at < end) & (np.abs(existing[rows] - wanted[todo]) <= tolerance).all(axis=1)
-            found[todo] = np.where((found[todo] < 0) & close, rows, found[todo])
+            found[todo] = np.where((found[todo] < 0) & close, representative[rows], found[todo])
     return found

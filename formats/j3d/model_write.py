@@ -106,6 +106,52 @@ class ShapeData:
     material: int = 0  # MAT3 material index
 
 
+def _checked(data: ShapeData, shape: str) -> ShapeData:
+    """``data`` with every array in the shape it must have (float64 / int64), or an ExportError
+    saying which array of which shape does not fit."""
+
+    def array(name: str, values, dtype, columns: tuple[int, ...], rows: int | None) -> np.ndarray:
+        out = np.asarray(values, dtype)
+        if out.ndim != 2 or out.shape[1] not in columns or (rows is not None and len(out) != rows):
+            want = f"({rows if rows is not None else 'N'}, {'|'.join(map(str, columns))})"
+            raise ExportError(f"{shape}: {name} has shape {out.shape}, expected {want}")
+        if out.dtype.kind == "f" and not np.isfinite(out).all():
+            raise ExportError(f"{shape}: {name} holds a value that is not a number")
+        return out
+
+    positions = array("positions", data.positions, np.float64, (3,), None)
+    triangles = array("triangles", data.triangles, np.int64, (3,), None)
+    count, corners = len(positions), 3 * len(triangles)
+    if not count or not corners:
+        raise ExportError(f"{shape}: no vertices or no faces to write")
+    if triangles.min() < 0 or triangles.max() >= count:
+        raise ExportError(f"{shape}: a face uses vertex {int(triangles.max())} of {count}")
+    joints = array("joint indices", data.joints, np.int64, tuple(range(1, 65)), count)
+    weights = array("weights", data.weights, np.float64, (joints.shape[1],), count)
+    if (weights < 0).any():
+        raise ExportError(f"{shape}: a vertex has a negative joint weight")
+    normals = None
+    if data.normals is not None:
+        per_vertex = len(np.asarray(data.normals)) == count
+        normals = array("normals", data.normals, np.float64, (3,), count if per_vertex else corners)
+    if len(data.colors) > 2 or len(data.uvs) > 8:
+        raise ExportError(
+            f"{shape}: {len(data.colors)} colour and {len(data.uvs)} UV layers (at most 2 and 8)"
+        )
+    colors = [
+        None if c is None else array(f"colour layer {k}", c, np.float64, (3, 4), corners)
+        for k, c in enumerate(data.colors)
+    ]
+    uvs = [
+        None if uv is None else array(f"UV layer {k}", uv, np.float64, (2,), corners)
+        for k, uv in enumerate(data.uvs)
+    ]
+    return ShapeData(
+        positions, triangles, joints, weights, normals,
+        colors + [None] * (2 - len(colors)), uvs + [None] * (8 - len(uvs)), int(data.material),
+    )  # fmt: skip
+
+
 def shape_data(mesh: Mesh) -> ShapeData:
     """A Scene mesh in the importer's form (one shape: ``model_convert.shape_mesh``) as ShapeData."""
     layers = {layer.name: layer.data for layer in mesh.uv_layers + mesh.color_layers}
@@ -555,17 +601,27 @@ class _Encoded:
     lists: list[bytes]  # one display list per packet, 32-byte padded
 
 
-def _packets(triangle_draws: np.ndarray) -> list[np.ndarray]:
-    """Triangles (by the draw matrices of their corners) split greedily into runs of ≤ 10 matrices."""
+def _runs(order: np.ndarray, triangle_draws: np.ndarray) -> list[np.ndarray]:
+    """Triangles taken in ``order`` and cut greedily into runs needing ≤ 10 draw matrices."""
     packets, start, current = [], 0, set()
-    for t, draws in enumerate(triangle_draws.tolist()):
+    for k, draws in enumerate(triangle_draws[order].tolist()):
         merged = current | set(draws)
         if len(merged) > MAX_SLOTS:
-            packets.append(np.arange(start, t))
-            start, merged = t, set(draws)
+            packets.append(order[start:k])
+            start, merged = k, set(draws)
         current = merged
-    packets.append(np.arange(start, len(triangle_draws)))
+    packets.append(order[start:])
     return [p for p in packets if len(p)]
+
+
+def _packets(triangle_draws: np.ndarray) -> list[np.ndarray]:
+    """Triangles (by the draw matrices of their corners) split into packets of ≤ 10 matrices: greedy
+    runs in the given order (an imported mesh keeps its packets' order) or, when fewer, in order
+    of the matrices they need (faces in any order still share packets)."""
+    given = _runs(np.arange(len(triangle_draws)), triangle_draws)
+    needs = np.sort(triangle_draws, axis=1)
+    grouped = _runs(np.lexsort(needs.T[::-1]), triangle_draws)
+    return grouped if len(grouped) < len(given) else given
 
 
 def _slots(needed: list[set[int]]) -> list[tuple[list[int], dict[int, int]]]:
@@ -633,15 +689,7 @@ def _encode_shape(
     old_descriptors: np.ndarray | None,
     own_positions: np.ndarray,
 ) -> _Encoded:
-    positions = np.asarray(data.positions, np.float64).reshape(-1, 3)
-    triangles = np.asarray(data.triangles, np.int64).reshape(-1, 3)
-    count = len(positions)
-    if not count or not len(triangles):
-        raise ExportError(f"{shape}: no vertices or no faces to write")
-    if triangles.min() < 0 or triangles.max() >= count:
-        raise ExportError(f"{shape}: a face uses vertex {int(triangles.max())} of {count}")
-    if not np.isfinite(positions).all():
-        raise ExportError(f"{shape}: a vertex position is not a number")
+    positions, triangles, count = data.positions, data.triangles, len(data.positions)
     draw = np.array([draw_of_key[k] for k in keys], np.int64)[key_of_vertex]  # per vertex
     inverse = np.linalg.pinv(matrices)
     stored = np.einsum("nij,nj->ni", inverse[draw, :3, :3], positions) + inverse[draw, :3, 3]
@@ -752,7 +800,8 @@ def _shp1(
     model: Model, order: list[int | None], encoded: dict[int, _Encoded], renumber: np.ndarray
 ) -> tuple[SHP1, int]:
     """SHP1 with the shapes in ``order`` (old indices; an encoded shape replaces or adds one). The
-    slot table is laid out again in shape order, each distinct run of slots once."""
+    slot table is laid out again in shape order: the runs of untouched shapes as they were (shared
+    where they were shared), an edited shape's runs each once."""
     shp1 = model.shp1
     records = shp1.shapes()
     descriptors = bytearray(shp1.descriptors[: _descriptor_end(shp1)])
@@ -760,6 +809,10 @@ def _shp1(
     old_slots = np.where(old_slots == 0xFFFF, 0xFFFF, renumber[np.minimum(old_slots, len(renumber) - 1)])
     slots: list[int] = []
     runs: dict[tuple, int] = {}
+    old_runs: dict[int, int] = {}  # an untouched run's first slot: before → now
+    span = {}  # the longest run starting at each old first slot
+    for first, count in shp1.groups[["first", "count"]].tolist():
+        span[first] = max(span.get(first, 0), count)
     entries, groups, packets, lists = [], [], [], bytearray()
     for key in order:
         if key in encoded:
@@ -779,7 +832,10 @@ def _shp1(
                 current, count, first = shp1.groups[first_group + p].tolist()
                 size, offset = shp1.packets[first_packet + p].tolist()
                 current = current if current == 0xFFFF else int(renumber[min(current, len(renumber) - 1)])
-                groups.append((current, count, _run(slots, runs, old_slots[first : first + count].tolist())))
+                if first not in old_runs:
+                    old_runs[first] = len(slots)
+                    slots.extend(old_slots[first : first + span[first]].tolist())
+                groups.append((current, count, old_runs[first]))
                 packets.append((size, len(lists)))
                 lists += shp1.lists[offset : offset + size]
         entries.append(record)
@@ -829,6 +885,9 @@ def replace_shapes(
     edits = {s: d for s, d in shapes.items() if s not in removed}
     jobs = [(s, d, f"{filename}: shape{s}") for s, d in edits.items()]
     jobs += [(shape_count + k, d, f"{filename}: added shape {k}") for k, d in enumerate(added)]
+    jobs = [(key, _checked(data, name), name) for key, data, name in jobs]
+    edits = {key: data for key, data, _ in jobs if key < shape_count}
+    added = [data for key, data, _ in jobs if key >= shape_count]
     for _, data, name in jobs:
         if not 0 <= int(data.material) < material_count:
             raise ExportError(f"{name}: material {data.material} is not one of the model's {material_count}")
@@ -884,7 +943,7 @@ def replace_shapes(
     positions = geometry.decode_array(model, geometry.POS, filename)
     before = [_imported(g, positions, skin) for g in decoded if g is not None]
     after = [
-        shapes[s] if s in encoded else _imported(decoded[s], positions, skin)
+        edits[s] if s in encoded else _imported(decoded[s], positions, skin)
         for s in range(shape_count)
         if s not in removed and decoded[s] is not None
     ]
@@ -967,6 +1026,8 @@ def new_model(
         raise ExportError(
             f"{filename}: a new model can be written as BMD only (a BDL needs MDL3 display lists)"
         )
+    if not joints:
+        raise ExportError(f"{filename}: a model needs at least one joint")
     for j, joint in enumerate(joints):
         if not -1 <= joint.parent < j or (joint.parent == -1) != (j == 0):
             raise ExportError(

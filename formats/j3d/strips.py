@@ -5,11 +5,12 @@ GX strips alternate winding: triangle k of a strip is (v[k], v[k+1], v[k+2]) for
 (v[k], v[k+2], v[k+1]) for odd k, each clockwise from the front as the triangles are given. So
 the triangle after (…, p, q) is the one holding the directed edge q → p (the next one is odd) or
 p → q (even): a lookup of directed edges (numpy, sorted keys) finds it, and the walk follows the
-mesh greedily. Starts are taken in order of fewest neighbours first (the classic choice: strips
-begin at borders and leave no islands), each start tried with its three rotations and the
-longest walk kept. Strips of one triangle go into a single triangle list. A primitive holds at
-most 0xFFFF vertices (a longer strip is cut at an even triangle, the two shared vertices sent
-again).
+mesh greedily: forward from a start triangle, then backward by an even number of triangles (the
+start keeps its parity, so its winding). Starts are taken in order of fewest neighbours first
+(the classic choice: strips begin at borders and leave no islands), each tried with its three
+rotations, the longest strip kept. Strips of one triangle go into a single triangle list. A
+primitive holds at most 0xFFFF vertices (a longer strip is cut at an even triangle, the two
+shared vertices sent again).
 
 ``display_list(triangles, records)`` writes one packet as display-list bytes; ``strip`` returns
 the primitives (opcode, vertex indices) for measuring.
@@ -55,20 +56,41 @@ class _Edges:
 def _walk(
     start: int, rotation: int, triangles: list, edges: _Edges, used: bytearray
 ) -> tuple[list[int], list[int]]:
-    """The strip's vertices from ``start`` (its corners rotated by ``rotation``), forward, and its triangles."""
+    """The strip through ``start`` (its corners rotated by ``rotation``): walked forward, then
+    backward by an even number of triangles (so ``start`` keeps an even place and its winding);
+    its vertices and triangles. Triangles taken are marked 2 in ``used``."""
     a, b, c = triangles[start][rotation:] + triangles[start][:rotation]
     strip, taken = [a, b, c], [start]
-    used[start] = 2  # provisional: a walk never takes a triangle twice
+    used[start] = 2
     while True:
         p, q = strip[-2], strip[-1]
         odd = len(strip) % 2 == 1  # the next triangle's index in the strip is len - 2
         corner = edges.across(q, p) if odd else edges.across(p, q)
         t = corner // 3
         if corner < 0 or used[t]:
-            return strip, taken
+            break
         strip.append(triangles[t][(corner % 3 + 2) % 3])  # the vertex off the shared edge
         taken.append(t)
         used[t] = 2
+    before: list[int] = []
+    prefix: list[int] = []
+    while True:
+        if len(prefix) >= 2:  # the first two vertices of prefix reversed + strip
+            p, q = prefix[-1], prefix[-2]
+        else:
+            p, q = (prefix[0], strip[0]) if prefix else (strip[0], strip[1])
+        odd = len(prefix) % 2 == 0  # the triangle before has index -(len + 1)
+        corner = edges.across(q, p) if odd else edges.across(p, q)
+        t = corner // 3
+        if corner < 0 or used[t]:
+            break
+        prefix.append(triangles[t][(corner % 3 + 2) % 3])
+        before.append(t)
+        used[t] = 2
+    if len(before) % 2:  # an odd number before would flip the strip's winding: leave the farthest out
+        used[before.pop()] = 0
+        prefix.pop()
+    return prefix[::-1] + strip, before + taken
 
 
 def strip(triangles: np.ndarray) -> list[tuple[int, np.ndarray]]:

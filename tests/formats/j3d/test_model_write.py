@@ -98,8 +98,11 @@ def shape_bytes(m: model.Model, s: int) -> tuple:
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("name", corpus_names())
-def test_corpus_models_pass_the_structural_checker(name):
-    assert structure.problems(corpus_models()[name]) == []
+def test_corpus_models_pass_the_structural_checker_and_round_trip(name):
+    data = corpus_models()[name]
+    assert structure.problems(data) == []
+    assert model.write(model.read(data, name)) == data  # archive members too (TEX1 without textures)
+    assert model.write(model_write.replace_shapes(model.read(data, name), {})) == data
 
 
 @pytest.mark.corpus
@@ -137,7 +140,7 @@ def test_re_encoding_one_shape_keeps_every_other_shape_as_it_was(name):
 
 
 @pytest.mark.corpus
-def test_the_stripper_sends_about_as_many_vertices_as_nintendos_and_half_of_triangle_lists():
+def test_the_stripper_sends_fewer_vertices_than_nintendos_and_under_half_of_triangle_lists():
     original = stripped = listed = 0
     for data in corpus_models().values():
         m = model.read(data)
@@ -151,8 +154,8 @@ def test_the_stripper_sends_about_as_many_vertices_as_nintendos_and_half_of_tria
             original += len(g.draw)
             stripped += sum(len(v) for _, v in primitives)
             listed += triangles.size
-    assert stripped < 1.05 * original
-    assert stripped < 0.55 * listed
+    assert stripped < 0.97 * original  # measured 0.958
+    assert stripped < 0.47 * listed  # measured 0.461
 
 
 def assert_draws(primitives, triangles):
@@ -220,6 +223,32 @@ def test_every_corpus_vertex_moved_reimports_moved_and_nothing_else_changed(name
         np.testing.assert_array_equal(np.unique(rows(a), axis=0), np.unique(rows(b), axis=0))
         for x, y in zip(a.uv_layers + a.color_layers, b.uv_layers + b.color_layers, strict=True):
             np.testing.assert_allclose(np.sort(x.data, axis=0), np.sort(y.data, axis=0), atol=1e-5)
+
+
+@pytest.mark.corpus
+def test_faces_in_any_order_still_share_packets():
+    packets = original = 0
+    rng = np.random.default_rng(0)
+    for name, data in corpus_models().items():
+        m = model.read(data, name)
+        multi = np.flatnonzero(m.shp1.shapes()["matrix_type"] == 3)
+        if not len(multi):
+            continue
+        meshes = model_convert.to_scene(m).meshes
+        edited = {}
+        for s in multi.tolist():
+            edited[s] = model_write.shape_data(meshes[s])
+            order = rng.permutation(len(edited[s].triangles))
+            edited[s].triangles = edited[s].triangles[order]
+            corners = (order[:, None] * 3 + np.arange(3)).reshape(-1)
+            edited[s].uvs = [None if uv is None else uv[corners] for uv in edited[s].uvs]
+            edited[s].colors = [None if c is None else c[corners] for c in edited[s].colors]
+            if edited[s].normals is not None and len(edited[s].normals) != len(edited[s].positions):
+                edited[s].normals = edited[s].normals[corners]
+        out = model.read(rewritten(m, edited))
+        packets += int(out.shp1.shapes()["packet_count"][multi].sum())
+        original += int(m.shp1.shapes()["packet_count"][multi].sum())
+    assert original and packets <= 1.3 * original  # measured: 92 for the files' 75 (74 in their own order)
 
 
 @pytest.mark.corpus
@@ -442,11 +471,17 @@ def test_a_model_from_scratch():
         (lambda d: setattr(d, "triangles", np.zeros((0, 3), int)), "no faces"),
         (lambda d: setattr(d, "material", 9), "material 9"),
         (lambda d: setattr(d, "weights", np.zeros_like(d.weights)), "no joint weight"),
+        (lambda d: setattr(d, "uvs", [d.uvs[0][:-1]] + [None] * 7), "UV layer 0 has shape"),
+        (lambda d: setattr(d, "normals", np.full((5, 3), 1.0)), "normals has shape"),
+        (lambda d: d.positions.__setitem__((0, 0), np.nan), "not a number"),
+        (lambda d: setattr(d, "weights", d.weights[:, :0]), "weights has shape"),
+        (lambda d: setattr(d, "colors", [None] * 3), "colour and 8 UV layers"),
     ],
 )
 def test_data_the_format_cannot_hold_is_refused_naming_the_shape(edit, message):
     m, scene = generated()
     data = model_write.shape_data(scene.meshes[0])
+    data.positions = data.positions.copy()
     edit(data)
     with pytest.raises(ExportError, match=message) as caught:
         model_write.replace_shapes(m, {0: data}, filename="generated.bmd")
@@ -456,6 +491,22 @@ def test_data_the_format_cannot_hold_is_refused_naming_the_shape(edit, message):
 def test_a_new_bdl_from_scratch_is_refused():
     with pytest.raises(ExportError, match="BMD only"):
         model_write.new_model([model_build.Joint("root", -1)], [], ["m"], kind=b"bdl4")
+
+
+@pytest.mark.parametrize(
+    "joints, message",
+    [
+        ([], "at least one joint"),
+        (
+            [model_build.Joint("a", -1), model_build.Joint("b", 2), model_build.Joint("c", 0)],
+            "'b' must come after",
+        ),
+        ([model_build.Joint("a", -1), model_build.Joint("b", -1)], "'b' must come after"),
+    ],
+)
+def test_a_skeleton_the_format_cannot_hold_is_refused_naming_the_joint(joints, message):
+    with pytest.raises(ExportError, match=message):
+        model_write.new_model(joints, [], ["m"])
 
 
 # -- the structural checker and the stripper on their own ------------------------------------------------
