@@ -277,3 +277,16 @@ def test_an_image_swapped_into_a_material_replaces_the_texture_it_showed():
     for i in range(len(original.tex1.headers)):
         if i != index:
             assert np.array_equal(tex1.decode(written.tex1, i), tex1.decode(original.tex1, i))
+
+
+def test_a_mesh_with_unweighted_vertices_is_refused_naming_the_file_and_the_mesh(tmp_path):
+    scene = _scene(generated_bytes())
+    mesh = scene.meshes[1]
+    mesh.skin_weights = mesh.skin_weights.copy()
+    mesh.skin_weights[:3] = 0
+    path = tmp_path / "unweighted.bmd"
+    with pytest.raises(
+        ExportError, match=r"unweighted\.bmd: mesh 'shape1' has 3 vertices without bone weights"
+    ):
+        files.save_model(scene, str(path), files.ModelExportOptions())
+    assert not path.exists()
