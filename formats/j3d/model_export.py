@@ -27,7 +27,7 @@ import hashlib
 import numpy as np
 
 from ..errors import ExportError
-from ..scene import Image, Layer, Material, Mesh, Scene, apply_matrix, axis_matrix, tree_order
+from ..scene import Image, Layer, Material, Mesh, Scene, apply_matrix, axis_matrix
 from ..textures import gx
 from . import materials, model_build, model_convert, model_write
 from . import model_geometry as geometry
@@ -386,16 +386,20 @@ def _new_model(scene: Scene, image_format: str, filename: str) -> Model:
         shape_data(m, _mesh_material(m, scene, slots, filename), identity, filename) for m in scene.meshes
     ]
     chosen = [scene.materials[i] for i in used]
-    textured = [m.textures[0].image for m in chosen if m.textures]
-    if len(textured) not in (0, len(chosen)):
-        untextured = next(m.name for m in chosen if not m.textures)
+    untextured = [m.name for m in chosen if not m.textures]
+    if untextured:
         raise ExportError(
-            f"{filename}: material {untextured!r} has no image texture (a new model's materials each show one)"
+            f"{filename}: material {untextured[0]!r} has no image texture (a new model's materials each show one)"
         )
     fmt = format_code("CMPR" if image_format == ORIGINAL else image_format)
-    textures = _new_textures([scene.images[i] for i in textured], fmt)
+    textures = _new_textures([scene.images[m.textures[0].image] for m in chosen], fmt)
+    skeleton = scene.skeletons[0]
     return model_write.new_model(
-        _joints(scene.skeletons[0], filename), shapes, _new_materials(chosen), textures, filename=filename
+        model_build.joints_from_rest(skeleton.bone_names, list(skeleton.parents), skeleton.rest),
+        shapes,
+        _new_materials(chosen),
+        textures,
+        filename=filename,
     )
 
 
@@ -481,16 +485,6 @@ def _new_materials(chosen: list[Material]) -> MAT3:
     }
     tables = {name: data + aligned_padding(len(data), 4) for name, data in tables.items()}
     return MAT3(records, np.arange(count, dtype=">u2"), [m.name for m in chosen], tables)
-
-
-def _joints(skeleton, filename: str) -> list[model_build.Joint]:
-    """The bones as J3D joints: one root, each bone after its parent (as the game's joint tree)."""
-    order = tree_order(skeleton.parents)
-    if order != list(range(len(order))) or (np.asarray(skeleton.parents) < 0).sum() != 1:
-        raise ExportError(
-            f"{filename}: armature {skeleton.name!r} needs one root bone and each bone after its parent"
-        )
-    return model_build.joints_from_rest(skeleton.bone_names, list(skeleton.parents), skeleton.rest)
 
 
 def _new_textures(images: list[Image], fmt: int) -> TEX1:

@@ -12,7 +12,7 @@ from j3d_model_fixtures import generated_bytes
 from retro_models.formats import archives
 from retro_models.formats.errors import ExportError
 from retro_models.formats.j3d import files, model, model_convert, model_export, tex1
-from retro_models.formats.scene import Material
+from retro_models.formats.scene import Image, Material, Mesh, Scene, Skeleton, TextureSlot
 from retro_models.formats.textures import gx
 
 MODELS = support.corpus_files("j3d*/*.bmd") + support.corpus_files("j3d*/*.bdl")
@@ -290,3 +290,33 @@ def test_a_mesh_with_unweighted_vertices_is_refused_naming_the_file_and_the_mesh
     ):
         files.save_model(scene, str(path), files.ModelExportOptions())
     assert not path.exists()
+
+
+def _made_scene(textured: bool = True):
+    """A scene as made in Blender (no imported model): two bones, a weighted triangle, a material."""
+    rest = np.tile(np.eye(4), (2, 1, 1))
+    rest[1, 2, 3] = 1.0
+    skeleton = Skeleton("Rig", ["root", "top"], np.array([-1, 0], np.int32), rest)
+    mesh = Mesh(
+        "tri",
+        np.array([[0, 0, 0], [1, 0, 0], [0, 0, 1]], np.float32),
+        np.array([[0, 1, 2]], np.int32),
+        material_indices=np.zeros(1, np.int32),
+        materials=[0],
+        skeleton=0,
+        skin_joints=np.array([[0], [0], [1]], np.int32),
+        skin_weights=np.ones((3, 1), np.float32),
+    )
+    pixels = np.full((8, 8, 4), 200, np.uint8)
+    material = Material("paint", textures=[TextureSlot(0)] if textured else [])
+    return Scene("made", [skeleton], [mesh], [material], [Image("img", pixels, 8, 8)])
+
+
+def test_a_model_made_from_scratch_reads_back_and_an_untextured_material_is_refused():
+    written = _export(_made_scene())
+    assert structure.problems(written) == []
+    again = model_convert.to_scene(model.read(written))
+    assert again.skeletons[0].bone_names == ["root", "top"] and len(again.meshes[0].triangles) == 1
+    assert [t.image for t in again.materials[0].textures] == [0]
+    with pytest.raises(ExportError, match="'paint'"):
+        _export(_made_scene(textured=False))
