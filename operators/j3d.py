@@ -350,7 +350,14 @@ def _archive_kind(context, path: str, options: files.ExportOptions) -> str:
         armature = target_armature(context)
         obj = context.active_object
         material = obj.active_material if obj is not None else None
-        action = _playing(armature) or (_playing(material.node_tree) if material is not None else None)
+        # A shape playing its own visibility (or cluster) animation names that one first.
+        shape_keys = obj.data.shape_keys if obj is not None and obj.type == "MESH" else None
+        action = (
+            (_playing(obj) if obj is not None and obj.type == "MESH" else None)
+            or _playing(shape_keys)
+            or _playing(armature)
+            or (_playing(material.node_tree) if material is not None else None)
+        )
     group = records.record_group(action) if action is not None else None
     if group is not None:  # the group's first action holds its extras
         action = primary_action(group_actions(group)) or action
@@ -358,7 +365,7 @@ def _archive_kind(context, path: str, options: files.ExportOptions) -> str:
     if not kind:
         raise ExportError(
             f"{os.path.basename(path)}: name the archive member to replace (Archive Member), or select the "
-            "armature or material playing the J3D animation to export"
+            "armature, material or shape playing the J3D animation to export"
         )
     return kind
 

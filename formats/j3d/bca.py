@@ -14,25 +14,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..binary import Writer
 from .container import (
     ANIMATION_MAGIC,
     FILE_HEADER_SIZE,
     Framing,
-    SectionBuilder,
-    block_reader,
+    JointSection,
     read_animation,
-    read_gaps,
+    read_joint_section,
     write_container,
+    write_joint_section,
 )
 
 KIND = b"bca1"
-ANF1_HEADER_SIZE = 0x24
-ANF1_ALIGN = 32
 JOINT_COUNT_OFFSET = FILE_HEADER_SIZE + 0x0C
 # One full-frame track: frame count, index of its first value in the bank.
 FULL_DTYPE = np.dtype([("count", ">u2"), ("first", ">u2")])
-COMPONENTS = ("scale", "rotation", "translation")
 
 
 @dataclass
@@ -68,46 +64,19 @@ def check_full_tracks(r, tracks: np.ndarray, bank_size: int, what: str, offset: 
 
 def read(data: bytes, filename: str = "<bytes>") -> BCA:
     container, section, r = read_animation(data, filename, KIND, b"ANF1")
-    base = section.offset
-    loop_mode, unused, length, joints = r.unpack("BBhH", "ANF1 header")
-    counts = r.unpack("HHH", "ANF1 bank counts")
-    offsets = r.unpack("IIII", "ANF1 block offsets")
-    sizes = (joints * 9 * FULL_DTYPE.itemsize, counts[0] * 4, counts[1] * 2, counts[2] * 4)
-    blocks = list(zip(offsets, sizes, strict=True))
-    what = ("ANF1 track table", "ANF1 scale bank", "ANF1 rotation bank", "ANF1 translation bank")
-    readers = [block_reader(r, base, o, s, w) for (o, s), w in zip(blocks, what, strict=True)]
-    tracks = readers[0].array(FULL_DTYPE, joints * 9, what[0]).reshape(joints, 3, 3)
-    banks = (
-        readers[1].array(">f4", counts[0], what[1]),
-        readers[2].array(">i2", counts[1], what[2]),
-        readers[3].array(">f4", counts[2], what[3]),
-    )
-    for component, bank in enumerate(banks):
-        check_full_tracks(
-            r, tracks[:, :, component], len(bank), f"ANF1 {COMPONENTS[component]}", base + offsets[0]
-        )
+    joint = read_joint_section(r, section, "ANF1", FULL_DTYPE, check_full_tracks)
     return BCA(
-        loop_mode,
-        length,
-        tracks,
-        *banks,
-        unused=unused,
-        gaps=read_gaps(section.data, ANF1_HEADER_SIZE, blocks, [ANF1_ALIGN] * 4),
+        joint.loop_mode,
+        joint.length,
+        joint.tracks,
+        *joint.banks,
+        unused=joint.byte,
+        gaps=joint.gaps,
         framing=container.framing,
     )
 
 
 def write(bca: BCA) -> bytes:
-    tracks = np.ascontiguousarray(bca.tracks, FULL_DTYPE)
-    builder = SectionBuilder(b"ANF1", ANF1_HEADER_SIZE, bca.gaps)
-    offsets = (
-        builder.block(tracks.tobytes(), ANF1_ALIGN),
-        builder.block(np.asarray(bca.scale_bank, ">f4").tobytes(), ANF1_ALIGN),
-        builder.block(np.asarray(bca.rotation_bank, ">i2").tobytes(), ANF1_ALIGN),
-        builder.block(np.asarray(bca.translation_bank, ">f4").tobytes(), ANF1_ALIGN),
-    )
-    header = Writer(">")
-    header.pack("BBhH", bca.loop_mode, bca.unused, bca.length, len(tracks))
-    header.pack("HHH", len(bca.scale_bank), len(bca.rotation_bank), len(bca.translation_bank))
-    header.pack("IIII", *offsets)
-    return write_container(ANIMATION_MAGIC, KIND, [builder.finish(header.getvalue())], bca.framing)
+    joint = JointSection(bca.loop_mode, bca.unused, bca.length, bca.tracks, bca.banks(), bca.gaps)
+    section = write_joint_section(b"ANF1", joint, FULL_DTYPE)
+    return write_container(ANIMATION_MAGIC, KIND, [section], bca.framing)

@@ -16,20 +16,19 @@ from ..binary import Reader, Writer
 from .container import (
     ANIMATION_MAGIC,
     FILE_HEADER_SIZE,
+    JOINT_COMPONENTS,
     NO_OFFSET,
     TRACK_DTYPE,
     Framing,
-    SectionBuilder,
-    block_reader,
+    JointSection,
     check_tracks,
     read_animation,
-    read_gaps,
+    read_joint_section,
     write_container,
+    write_joint_section,
 )
 
 KIND = b"bck1"
-ANK1_HEADER_SIZE = 0x24
-ANK1_ALIGN = 32  # every ANK1 block starts on a 32-byte boundary
 SOUND_OFFSET_IN_TAG = 12  # the tag word at file offset 0x1C
 JOINT_COUNT_OFFSET = FILE_HEADER_SIZE + 0x0C  # the u16 joint count of ANK1, the file's only section
 SOUND_DTYPE = np.dtype(
@@ -47,7 +46,7 @@ SOUND_DTYPE = np.dtype(
         ("padding", "V7"),
     ]
 )
-COMPONENTS = ("scale", "rotation", "translation")  # order of the tracks inside one axis
+COMPONENTS = JOINT_COMPONENTS  # order of the tracks inside one axis
 
 
 @dataclass
@@ -76,34 +75,17 @@ class BCK:
 
 def read(data: bytes, filename: str = "<bytes>") -> BCK:
     container, section, r = read_animation(data, filename, KIND, b"ANK1")
-    base = section.offset
-    loop_mode, frac, length, joints = r.unpack("BBhH", "ANK1 header")
-    counts = r.unpack("HHH", "ANK1 bank counts")
-    offsets = r.unpack("IIII", "ANK1 block offsets")
-    sizes = (joints * 9 * TRACK_DTYPE.itemsize, counts[0] * 4, counts[1] * 2, counts[2] * 4)
-    blocks = list(zip(offsets, sizes, strict=True))
-    what = ("ANK1 track table", "ANK1 scale bank", "ANK1 rotation bank", "ANK1 translation bank")
-    readers = [block_reader(r, base, o, s, w) for (o, s), w in zip(blocks, what, strict=True)]
-    tracks = readers[0].array(TRACK_DTYPE, joints * 9, what[0]).reshape(joints, 3, 3)
-    banks = (
-        readers[1].array(">f4", counts[0], what[1]),
-        readers[2].array(">i2", counts[1], what[2]),
-        readers[3].array(">f4", counts[2], what[3]),
-    )
-    for component, bank in enumerate(banks):
-        check_tracks(
-            r, tracks[:, :, component], len(bank), f"ANK1 {COMPONENTS[component]}", base + offsets[0]
-        )
+    joint = read_joint_section(r, section, "ANK1", TRACK_DTYPE, check_tracks)
     bck = BCK(
-        loop_mode,
-        frac,
-        length,
-        tracks,
-        *banks,
-        gaps=read_gaps(section.data, ANK1_HEADER_SIZE, blocks, [ANK1_ALIGN] * 4),
+        joint.loop_mode,
+        joint.byte,
+        joint.length,
+        joint.tracks,
+        *joint.banks,
+        gaps=joint.gaps,
         framing=container.framing,
     )
-    _read_sounds(bck, data, filename, base + len(section.data))
+    _read_sounds(bck, data, filename, section.offset + len(section.data))
     return bck
 
 
@@ -125,20 +107,11 @@ def _read_sounds(bck: BCK, data: bytes, filename: str, sections_end: int) -> Non
 
 
 def write(bck: BCK) -> bytes:
-    tracks = np.ascontiguousarray(bck.tracks, TRACK_DTYPE)
-    joints = len(tracks)
-    builder = SectionBuilder(b"ANK1", ANK1_HEADER_SIZE, bck.gaps)
-    offsets = (
-        builder.block(tracks.tobytes(), ANK1_ALIGN),
-        builder.block(np.asarray(bck.scale_bank, ">f4").tobytes(), ANK1_ALIGN),
-        builder.block(np.asarray(bck.rotation_bank, ">i2").tobytes(), ANK1_ALIGN),
-        builder.block(np.asarray(bck.translation_bank, ">f4").tobytes(), ANK1_ALIGN),
+    section = write_joint_section(
+        b"ANK1",
+        JointSection(bck.loop_mode, bck.rotation_frac, bck.length, bck.tracks, bck.banks(), bck.gaps),
+        TRACK_DTYPE,
     )
-    header = Writer(">")
-    header.pack("BBhH", bck.loop_mode, bck.rotation_frac, bck.length, joints)
-    header.pack("HHH", len(bck.scale_bank), len(bck.rotation_bank), len(bck.translation_bank))
-    header.pack("IIII", *offsets)
-    section = builder.finish(header.getvalue())
 
     sound_block = b""
     sound_offset = NO_OFFSET

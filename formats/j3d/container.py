@@ -235,6 +235,70 @@ def block_reader(r: Reader, base: int, offset: int, size: int, what: str) -> Rea
     return r.sub(base + offset, size, what)
 
 
+# -- joint sections (BCK's ANK1, BCA's ANF1) ---------------------------------------------
+
+JOINT_HEADER_SIZE = 0x24
+JOINT_ALIGN = 32
+JOINT_COMPONENTS = ("scale", "rotation", "translation")
+
+
+@dataclass
+class JointSection:
+    """What ANK1 and ANF1 share: loop mode, the byte after it, length, the track table (joints, 3
+    axes, 3 components) and the scale (f32), rotation (s16) and translation (f32) banks."""
+
+    loop_mode: int
+    byte: int  # ANK1: the rotation exponent; ANF1: a byte the game ignores
+    length: int
+    tracks: np.ndarray
+    banks: tuple[np.ndarray, np.ndarray, np.ndarray]
+    gaps: list[bytes] | None
+
+
+def read_joint_section(r: Reader, section, tag: str, track_dtype: np.dtype, check) -> JointSection:
+    """A joint section at ``r`` (after the file header); ``check(r, tracks, bank size, what, offset)``
+    validates one component's tracks against its bank."""
+    base = section.offset
+    loop_mode, byte, length, joints = r.unpack("BBhH", f"{tag} header")
+    counts = r.unpack("HHH", f"{tag} bank counts")
+    offsets = r.unpack("IIII", f"{tag} block offsets")
+    sizes = (joints * 9 * track_dtype.itemsize, counts[0] * 4, counts[1] * 2, counts[2] * 4)
+    blocks = list(zip(offsets, sizes, strict=True))
+    what = tuple(
+        f"{tag} {name}" for name in ("track table", "scale bank", "rotation bank", "translation bank")
+    )
+    readers = [block_reader(r, base, o, s, w) for (o, s), w in zip(blocks, what, strict=True)]
+    tracks = readers[0].array(track_dtype, joints * 9, what[0]).reshape(joints, 3, 3)
+    banks = (
+        readers[1].array(">f4", counts[0], what[1]),
+        readers[2].array(">i2", counts[1], what[2]),
+        readers[3].array(">f4", counts[2], what[3]),
+    )
+    for component, bank in enumerate(banks):
+        check(
+            r, tracks[:, :, component], len(bank), f"{tag} {JOINT_COMPONENTS[component]}", base + offsets[0]
+        )
+    gaps = read_gaps(section.data, JOINT_HEADER_SIZE, blocks, [JOINT_ALIGN] * 4)
+    return JointSection(loop_mode, byte, length, tracks, banks, gaps)
+
+
+def write_joint_section(tag: bytes, joint: JointSection, track_dtype: np.dtype) -> bytes:
+    tracks = np.ascontiguousarray(joint.tracks, track_dtype)
+    builder = SectionBuilder(tag, JOINT_HEADER_SIZE, joint.gaps)
+    scale, rotation, translation = joint.banks
+    offsets = (
+        builder.block(tracks.tobytes(), JOINT_ALIGN),
+        builder.block(np.asarray(scale, ">f4").tobytes(), JOINT_ALIGN),
+        builder.block(np.asarray(rotation, ">i2").tobytes(), JOINT_ALIGN),
+        builder.block(np.asarray(translation, ">f4").tobytes(), JOINT_ALIGN),
+    )
+    header = Writer(">")
+    header.pack("BBhH", joint.loop_mode, joint.byte, joint.length, len(tracks))
+    header.pack("HHH", len(scale), len(rotation), len(translation))
+    header.pack("IIII", *offsets)
+    return builder.finish(header.getvalue())
+
+
 # -- keyframe tracks ---------------------------------------------------------------
 
 

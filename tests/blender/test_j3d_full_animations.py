@@ -327,3 +327,84 @@ def test_the_export_lists_the_visibility_animation_of_the_active_shape(empty_sce
     out = tmp_path / "chosen.bva"
     assert bpy.ops.export_scene.j3d_animation(filepath=str(out), animation=group) == {"FINISHED"}
     assert out.read_bytes() == bva_bytes()
+
+
+def test_a_bva_exports_into_the_archive_member_it_came_from(empty_scene, tmp_path):
+    """A model and its BVA in a U8 archive: imported together (another model's BVA left out), the BVA
+    edited and written back into its member, every other member unchanged."""
+    from j3d_model_fixtures import generated
+    from retro_models.formats import archives
+    from retro_models.formats.archives import u8
+
+    shapes = len(generated()[0].shp1.remap)
+
+    def visibility(count: int) -> bytes:
+        hide = [
+            Channel(
+                "object",
+                f"shape{i}",
+                "hide",
+                np.array([0.0, 2.0]),
+                np.array([[0.0], [float(i == 0)]]),
+                "CONSTANT",
+            )
+            for i in range(count)
+        ]
+        return bva.write(convert.from_scene(Scene(animations=[Animation("blink", hide, frame_end=3.0)])))
+
+    blink, other = visibility(shapes), visibility(shapes + 1)
+    path = tmp_path / "model.arc"
+    path.write_bytes(
+        u8.build({"bmd/gen.bmd": generated_bytes(), "bva/blink.bva": blink, "bva/other.bva": other})
+    )
+    assert bpy.ops.import_scene.j3d_model(filepath=str(path)) == {"FINISHED"}
+    assert not any(a.name.startswith("other") for a in bpy.data.actions)
+    shape = next(o for o in bpy.data.objects if o.name.startswith("shape0"))
+    bpy.context.scene.frame_set(2)
+    assert shape.hide_viewport
+    bpy.context.view_layer.objects.active = shape
+    assert bpy.ops.export_scene.j3d_animation(filepath=str(path)) == {"FINISHED"}
+    members = {m.path: m.data for m in archives.read_archive(path.read_bytes()).members()}
+    assert members["bva/blink.bva"] == blink  # unedited: the same bytes
+    curve = next(
+        fc for fc in compat.action_fcurves(shape.animation_data.action) if fc.data_path == "hide_viewport"
+    )
+    curve.keyframe_points[-1].co.x = 1.0  # hidden from frame 1
+    assert bpy.ops.export_scene.j3d_animation(filepath=str(path)) == {"FINISHED"}
+    members = {m.path: m.data for m in archives.read_archive(path.read_bytes()).members()}
+    edited = bva.read(members["bva/blink.bva"])
+    count, first = edited.tracks[0]
+    assert edited.values[first : first + count].tolist() == [1, 0]
+    assert members["bmd/gen.bmd"] == generated_bytes() and members["bva/other.bva"] == other
+
+
+def test_an_action_keyed_in_blender_exports_a_bca_that_plays_it(empty_scene, tmp_path):
+    """Keys on a rotated-rest armature, written a value per frame: the game's pose at every frame is
+    Blender's (within a 16-bit rotation step)."""
+    from j3d_support import blender_local
+
+    armature = make_armature(bpy.context, 2, rotated=True)
+    bones = armature.pose.bones
+    for frame, angle, offset in ((0, 0.0, 0.0), (6, 0.8, 0.5), (12, -0.4, 0.2)):
+        bones["joint0"].location = (offset, 0, -offset)
+        bones["joint0"].keyframe_insert("location", frame=frame)
+        bones["joint1"].rotation_quaternion = (np.cos(angle / 2), 0, np.sin(angle / 2), 0)
+        bones["joint1"].keyframe_insert("rotation_quaternion", frame=frame)
+    model = bca.read(export(tmp_path, "new.bca"))
+    assert (model.joint_count, model.length) == (2, 12)
+    assert model.tracks["count"].max() == 13  # a value at each frame 0…12
+    frames = np.arange(13)
+    found = blender_local(bpy.context, armature, ["joint0", "joint1"], frames)
+    values = {}
+    for component, name in enumerate(("scale", "rotation", "translation")):
+        counts, firsts = model.tracks["count"][..., component], model.tracks["first"][..., component]
+        bank = model.banks()[component].astype(np.float64)
+        index = firsts[None] + np.minimum(frames[:, None, None], counts[None] - 1)
+        values[name] = bank[index] * (180 / 32768 if component == 1 else 1.0)
+    from retro_models.formats.curves import euler_to_matrix
+
+    rotation = euler_to_matrix(np.radians(values["rotation"]).reshape(-1, 3)).reshape(13, 2, 3, 3)
+    assert np.abs(found[..., :3, 3] - values["translation"]).max() < 1e-4
+    scale = np.linalg.norm(found[..., :3, :3], axis=-2)
+    assert np.abs(scale - values["scale"]).max() < 1e-4
+    assert np.abs(found[..., :3, :3] / scale[..., None, :] - rotation).max() < 2 * np.pi / 32768

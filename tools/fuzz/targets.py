@@ -43,8 +43,9 @@ import ttyd_fixtures  # noqa: E402
 from retro_models.formats import archives  # noqa: E402
 from retro_models.formats.archives import compression, rarc, u8  # noqa: E402
 from retro_models.formats.errors import FormatError  # noqa: E402
-from retro_models.formats.j3d import bca, bck, bmt, bpk, brk, btk, btp, bva, cluster, material_set  # noqa: E402
+from retro_models.formats.j3d import bmt, bpk, brk, btk, btp, bva, cluster, material_set  # noqa: E402
 from retro_models.formats.j3d import convert as j3d_convert  # noqa: E402
+from retro_models.formats.j3d import files as j3d_files  # noqa: E402
 from retro_models.formats.j3d import model as j3d_model  # noqa: E402
 from retro_models.formats.j3d import model_convert as j3d_model_convert  # noqa: E402
 from retro_models.formats.tamsoft import cat, texture_cat, tmd0  # noqa: E402
@@ -161,17 +162,7 @@ def tmrf_files() -> dict[str, bytes]:
     return {"full.tmdl": tmrf_fixtures.full_file(), "demo.tmdl": demo}
 
 
-J3D_ANIMATIONS = {
-    ".bck": bck,
-    ".btk": btk,
-    ".brk": brk,
-    ".bpk": bpk,
-    ".btp": btp,
-    ".bca": bca,
-    ".bva": bva,
-    ".bla": cluster.bla,
-    ".blk": cluster.blk,
-}
+J3D_ANIMATIONS = j3d_files.READERS
 
 
 @functools.cache
