@@ -41,6 +41,7 @@ class Option:
     path: bool = False  # a file path: the operators resolve Blender's relative ("//") paths
     shown_if: tuple[str, str] | None = None  # (option, value): drawn only while that option has that value
     maxlen: int = 0  # for text: the longest text the field takes (0: no limit)
+    limits: tuple[float, float] | None = None  # for numbers: the smallest and largest value taken
 
 
 def option(default, label: str, description: str, **shown) -> dataclasses.Field:
@@ -49,6 +50,9 @@ def option(default, label: str, description: str, **shown) -> dataclasses.Field:
 
 
 INCLUDE = Panel("Include")
+TRANSFORM = Panel(
+    "Transform", closed=True
+)  # Scale, then Forward / Up (drawn by Blender's orientation helper)
 
 
 @dataclass
@@ -91,6 +95,16 @@ def oriented(axes: tuple[str, str]) -> type:
 
     @dataclass
     class Orientation:
+        # The import puts it in the matrices of the objects it creates at the top (armatures, meshes
+        # without one), so the data keep the file's values; the export divides the world matrices it
+        # reads by it (operators/blender/extract.py).
+        global_scale: float = option(
+            1.0,
+            "Scale",
+            "The size of one file unit in Blender: the import scales its objects by it, the export divides by it",
+            panel=TRANSFORM,
+            limits=(0.001, 1000.0),
+        )
         axis_forward: str = option(
             axes[0], "Forward", "The file's axis that points forward in Blender", choices=_choices("Forward")
         )
@@ -117,4 +131,7 @@ def make(options_class: type, values: dict):
         choices = describe(fields[name]).choices
         if isinstance(choices, tuple) and choices and value not in [c[0] for c in choices]:
             raise ValueError(f"option {name} is {value!r}: choose one of {', '.join(c[0] for c in choices)}")
+        limits = describe(fields[name]).limits
+        if limits and not limits[0] <= value <= limits[1]:
+            raise ValueError(f"option {name} is {value!r}: choose a value from {limits[0]} to {limits[1]}")
     return options_class(**values)

@@ -430,6 +430,32 @@ def apply_matrix(mesh: Mesh) -> Mesh:
     )
 
 
+def scale_lengths(scene: Scene, factor: float) -> None:
+    """Make the scene ``factor`` times the size, in place: positions, shape keys, the translations of
+    object and rest matrices, and the values (and handle values) of bone location channels."""
+    for mesh in scene.meshes:
+        mesh.positions = (np.asarray(mesh.positions, np.float64) * factor).astype(np.float32)
+        for key in mesh.shape_keys:
+            key.positions = (np.asarray(key.positions, np.float64) * factor).astype(np.float32)
+        if mesh.matrix is not None:
+            mesh.matrix = np.array(mesh.matrix, np.float64)
+            mesh.matrix[:3, 3] *= factor
+    for skeleton in scene.skeletons:
+        skeleton.rest = np.array(skeleton.rest, np.float64)
+        skeleton.rest[:, :3, 3] *= factor
+    for animation in scene.animations:
+        for channel in animation.channels:
+            if (channel.target_kind, channel.path) != ("bone", "location"):
+                continue
+            channel.values = np.asarray(channel.values, np.float64) * factor
+            for side in ("handles_left", "handles_right"):
+                handles = getattr(channel, side)
+                if handles is not None:
+                    handles = np.array(handles, np.float64)
+                    handles[..., 1] *= factor  # (frame, value) pairs
+                    setattr(channel, side, handles)
+
+
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     """(…, 4) quaternions (w, x, y, z) to (…, 3, 3) rotation matrices (normalised first)."""
     q = np.asarray(q, dtype=np.float64)

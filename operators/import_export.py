@@ -40,7 +40,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper, orientation_helper
 
 from ..formats import registry
 from ..formats.errors import ExportError, FormatError, RetroError
-from ..formats.options import AXIS_FIELDS, describe, make
+from ..formats.options import AXIS_FIELDS, TRANSFORM, describe, make
 from .batch import counts_text
 
 # Datablock collections an import may add to (rolled back together on failure) and whose existing
@@ -271,6 +271,7 @@ def blender_side(family: registry.Family):
 def import_path(context, family: registry.Family, path: str, options, progress: Progress | None = None):
     """Import one file with the family's importer; nothing is left of it when it fails."""
     from .blender.build import build_scene
+    from .blender.objects import scale_top_level
 
     importer = family.importer
     counts: dict[str, int] = {}
@@ -303,6 +304,7 @@ def import_path(context, family: registry.Family, path: str, options, progress: 
                 finish = getattr(blender_side(family), "after_build", None)
                 if finish:
                     notes += finish(scene, result) or []
+                scale_top_level([*result.armatures, *result.objects], getattr(options, "global_scale", 1.0))
             for kind, n in result.counts().items():
                 counts[kind] = counts.get(kind, 0) + n
             warnings += scene.warnings
@@ -419,7 +421,8 @@ def _property(field: dataclasses.Field, module):
     if isinstance(field.default, int):
         return IntProperty(default=field.default, **common)
     if isinstance(field.default, float):
-        return FloatProperty(default=field.default, **common)
+        limits = dict(zip(("min", "max"), shown.limits, strict=True)) if shown.limits else {}
+        return FloatProperty(default=field.default, **limits, **common)
     subtype = "FILE_PATH" if shown.path else "NONE"
     return StringProperty(default=field.default, subtype=subtype, maxlen=shown.maxlen, **common)
 
@@ -463,6 +466,9 @@ class _Options:
             panels.setdefault(describe(field).panel, []).append(field)
         for field in panels.pop(None, []):
             self._draw_option(layout, field)
+        transform = panels.pop(TRANSFORM, [])
+        if transform:
+            panels[TRANSFORM] = transform  # the last panel, as in Blender's importers
         for panel, fields in panels.items():
             slug = panel.label.lower().replace(" ", "_")
             header, body = layout.panel(
@@ -472,14 +478,9 @@ class _Options:
             if body:
                 for field in fields:
                     self._draw_option(body, field)
-        if hasattr(self, "axis_forward"):
-            header, body = layout.panel(
-                f"RETRO_{self.family.name}_{self.direction}_transform", default_closed=True
-            )
-            header.label(text="Transform")
-            if body:
-                body.prop(self, "axis_forward")
-                body.prop(self, "axis_up")
+                if panel is TRANSFORM:
+                    body.prop(self, "axis_forward")
+                    body.prop(self, "axis_up")
 
     def _draw_option(self, layout, field) -> None:
         shown_if = describe(field).shown_if

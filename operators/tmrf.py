@@ -73,7 +73,9 @@ def export_scene(context, path: str, options: files.ExportOptions) -> Scene:
         )
     if content in ("static_mesh", "skinned_model") and not meshes:
         raise ExportError(f"{extension} files hold meshes: select the meshes to export")
-    scene = extract_scene(context, armature, meshes, apply_modifiers=options.use_mesh_modifiers)
+    scene = extract_scene(
+        context, armature, meshes, apply_modifiers=options.use_mesh_modifiers, scale=options.global_scale
+    )
     if content == "animations" and not scene.animations:
         raise ExportError(f"armature {armature.name!r} has no animations to export")
     layouts = props.get_extras(armature.data).get(files.ANIMATION_LAYOUTS, {}) if armature else {}

@@ -94,7 +94,9 @@ def export_scene(context, path: str, options: files.ExportOptions) -> Scene:
 
     armature, meshes = export_objects(context)
     meshes = included(context, meshes, options)
-    scene = extract_scene(context, armature, meshes, apply_modifiers=options.use_mesh_modifiers)
+    scene = extract_scene(
+        context, armature, meshes, apply_modifiers=options.use_mesh_modifiers, scale=options.global_scale
+    )
     for animation in scene.animations:  # LINEAR quaternion keys: per component, as Blender plays them
         animation.extras[fit.PLAYED_IN_BLENDER] = True
     _weight_unweighted(scene, meshes)

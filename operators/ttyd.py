@@ -59,7 +59,11 @@ def export_scene(context, path: str, options: files.ExportOptions) -> Scene:
 
     armature, meshes = export_objects(context)
     return extract_scene(
-        context, armature, included(context, meshes, options), apply_modifiers=options.use_mesh_modifiers
+        context,
+        armature,
+        included(context, meshes, options),
+        apply_modifiers=options.use_mesh_modifiers,
+        scale=options.global_scale,
     )
 
 

@@ -75,7 +75,7 @@ def joints_from_rest(names: list[str], parents: list[int], rest: np.ndarray) -> 
     rotation (raw, 0x8000 = 180°) and scale (a mirrored joint gets a negative X scale)."""
     rest = np.asarray(rest, np.float64)
     parent_rest = np.array([rest[p] if p >= 0 else np.eye(4) for p in parents]).reshape(-1, 4, 4)
-    local = np.linalg.solve(parent_rest, rest)
+    local = np.linalg.pinv(parent_rest) @ rest  # pinv: a parent scaled to nothing
     linear = local[:, :3, :3]
     scale = np.linalg.norm(linear, axis=1)
     scale[:, 0] *= np.where(np.linalg.det(linear) < 0, -1, 1)

@@ -128,8 +128,6 @@ def _checked(data: ShapeData, shape: str) -> ShapeData:
         raise ExportError(f"{shape}: a face uses vertex {int(triangles.max())} of {count}")
     joints = array("joint indices", data.joints, np.int64, tuple(range(1, 65)), count)
     weights = array("weights", data.weights, np.float64, (joints.shape[1],), count)
-    if (weights < 0).any():
-        raise ExportError(f"{shape}: a vertex has a negative joint weight")
     normals = None
     if data.normals is not None:
         per_vertex = len(np.asarray(data.normals)) == count
@@ -388,7 +386,7 @@ def _used_entries(model: Model, shapes: list[geometry.ShapeGeometry | None]) -> 
 
 def _skin_key(joints: np.ndarray, weights: np.ndarray) -> tuple:
     """A draw matrix's identity: ("rigid", joint) or ("envelope", joints, weights), joints ascending."""
-    keep = weights > 0
+    keep = weights != 0
     joints, weights = joints[keep], weights[keep].astype(np.float64)
     order = np.argsort(joints, kind="stable")
     joints, weights = joints[order], weights[order] / weights.sum()
@@ -472,7 +470,7 @@ class _Draws:
         if added_envelopes:
             binds = np.asarray(evp1.inverse_binds, np.float64)
             if len(binds) < len(self.world):  # every joint gets an inverse bind: its rest matrix inverted
-                missing = np.linalg.inv(self.world[len(binds) :])[:, :3, :]
+                missing = np.linalg.pinv(self.world[len(binds) :])[:, :3, :]
                 binds = np.concatenate([binds.reshape(-1, 3, 4), missing])
             new_evp1 = replace(
                 evp1,
@@ -492,7 +490,7 @@ def _vertex_keys(data: ShapeData, joints_count: int, shape: str) -> tuple[list[t
     """The distinct skins of a shape's vertices and which one each vertex has."""
     joints = np.asarray(data.joints, np.int64).reshape(len(data.positions), -1)
     weights = np.asarray(data.weights, np.float64).reshape(len(data.positions), -1)
-    used = weights > 0
+    used = weights != 0
     if (used & ((joints < 0) | (joints >= joints_count))).any():
         bad = int(joints[used & ((joints < 0) | (joints >= joints_count))][0])
         raise ExportError(
@@ -500,6 +498,8 @@ def _vertex_keys(data: ShapeData, joints_count: int, shape: str) -> tuple[list[t
         )
     if not used.any(axis=1).all():
         raise ExportError(f"{shape}: {int((~used.any(axis=1)).sum())} vertices have no joint weight")
+    if (np.abs(np.where(used, weights, 0).sum(axis=1)) < 1e-9).any():
+        raise ExportError(f"{shape}: a vertex's joint weights add up to nothing")
     if used.sum(axis=1).max(initial=0) > MAX_WRITTEN_INFLUENCES:
         raise ExportError(f"{shape}: a vertex has more than {MAX_WRITTEN_INFLUENCES} joint weights")
     rows = np.concatenate([np.where(used, joints, -1), np.round(np.where(used, weights, 0), 7)], axis=1)
@@ -948,7 +948,9 @@ def replace_shapes(
         if s not in removed and decoded[s] is not None
     ]
     sections[JNT1] = _joint_bounds(model.jnt1, world, before, after + list(added))
-    return Model(model.kind, [sections.get(type(s), s) for s in model.sections], model.framing)
+    # the header's counts and sizes are written true (a file that declared others keeps its tag and trailer)
+    framing = replace(model.framing, section_count_delta=0, file_size_delta=0, size_overrun=0)
+    return Model(model.kind, [sections.get(type(s), s) for s in model.sections], framing)
 
 
 def _imported(g: geometry.ShapeGeometry, positions: np.ndarray | None, skin: geometry.Skin) -> ShapeData:
@@ -971,14 +973,16 @@ def _imported(g: geometry.ShapeGeometry, positions: np.ndarray | None, skin: geo
 def _extents(world: np.ndarray, shapes: list[ShapeData]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per joint, the box (in the joint's own space) and the radius around the bind-pose vertices it
     moves; NaN for joints that move none."""
-    inverse = np.linalg.inv(world)
+    inverse = np.linalg.pinv(world)  # a joint scaled to nothing has no inverse
     low, high = np.full((len(world), 3), np.inf), np.full((len(world), 3), -np.inf)
     radius = np.full(len(world), -np.inf)
     for data in shapes:
         positions = np.asarray(data.positions, np.float64).reshape(-1, 3)
+        if not len(positions):
+            continue
         joints = np.asarray(data.joints, np.int64).reshape(len(positions), -1)
         weights = np.asarray(data.weights, np.float64).reshape(len(positions), -1)
-        vertex, column = np.nonzero(weights > 0)
+        vertex, column = np.nonzero(weights != 0)
         joint = joints[vertex, column]
         local = np.einsum("nij,nj->ni", inverse[joint, :3, :3], positions[vertex]) + inverse[joint, :3, 3]
         np.minimum.at(low, joint, local)

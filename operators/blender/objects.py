@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mathutils import Matrix
+
 
 def armature_modifier_target(obj):
     """The armature object of the mesh's first Armature modifier that has one, else None."""
@@ -31,3 +33,13 @@ def target_armature(context):
             return active.parent
         armature = armature_modifier_target(active)
     return armature
+
+
+def scale_top_level(objects, scale: float) -> None:
+    """Scale the objects without a parent about the origin (after what their matrices hold already), and
+    with them their children: the import's Scale, which leaves the data as the file has them."""
+    if scale == 1.0:
+        return
+    for obj in objects:
+        if obj.parent is None:
+            obj.matrix_basis = Matrix.Scale(scale, 4) @ obj.matrix_basis

@@ -100,6 +100,7 @@ def test_options_are_drawn_in_their_panels():
         ("RETRO_toshi_import_libraries", "tkl_mode"),
         ("RETRO_toshi_import_libraries", "tml_mode"),
         ("RETRO_toshi_import_transform", "closed"),
+        ("RETRO_toshi_import_transform", "global_scale"),
         ("RETRO_toshi_import_transform", "axis_forward"),
         ("RETRO_toshi_import_transform", "axis_up"),
     ]
@@ -114,6 +115,8 @@ def test_options_are_drawn_in_their_panels():
         "use_mesh_modifiers",
         "lods",
     ]
+    assert in_panel("transform") == ["closed", "global_scale", "axis_forward", "axis_up"]
+    assert chosen[-1] == ("RETRO_toshi_export_transform", "axis_up")  # the last panel
     assert drawn("j3d", "importer")[-2:] == [
         ("RETRO_j3d_import_texture_patterns", "closed"),
         ("RETRO_j3d_import_texture_patterns", "textures_file"),

@@ -64,7 +64,7 @@ WITHOUT_ANIMATIONS = {"tamsoft"}
 
 
 def test_model_families_have_orientation_and_an_animations_toggle(addon):
-    """A family with Forward / Up imports models: it has them on export too, and the Animations toggle."""
+    """A family with Forward / Up imports models: it has them and Scale on export too, and the Animations toggle."""
     for family in registry.FAMILIES:
         if family.importer is None:
             continue
@@ -72,13 +72,13 @@ def test_model_families_have_orientation_and_an_animations_toggle(addon):
         if not set(AXIS_FIELDS) <= fields:
             continue
         shown = set(operator_rna(family.importer.idname).properties.keys())
-        wanted = {"axis_forward", "axis_up"}
+        wanted = {"global_scale", "axis_forward", "axis_up"}
         if family.name not in WITHOUT_ANIMATIONS:
             wanted.add("import_animations")
         assert wanted <= shown, family.name
         if family.exporter:
             exported = {f.name for f in dataclasses.fields(family.exporter.options)}
-            assert set(AXIS_FIELDS) <= exported, family.name
+            assert {"global_scale", *AXIS_FIELDS} <= exported, family.name
 
 
 @pytest.mark.parametrize(

@@ -48,6 +48,8 @@ from retro_models.formats.j3d import convert as j3d_convert  # noqa: E402
 from retro_models.formats.j3d import files as j3d_files  # noqa: E402
 from retro_models.formats.j3d import model as j3d_model  # noqa: E402
 from retro_models.formats.j3d import model_convert as j3d_model_convert  # noqa: E402
+from retro_models.formats.j3d import model_geometry as j3d_geometry  # noqa: E402
+from retro_models.formats.j3d import model_write as j3d_model_write  # noqa: E402
 from retro_models.formats.tamsoft import cat, texture_cat, tmd0  # noqa: E402
 from retro_models.formats.tamsoft import convert as tamsoft_convert  # noqa: E402
 from retro_models.formats.textures import dds, gx, tpl  # noqa: E402
@@ -269,6 +271,41 @@ def run_j3d_model(data: bytes, seed: Seed):
     return j3d_model_convert.to_scene(j3d_model.read(data, seed.name), seed.name, seed.name)
 
 
+def j3d_model_meshes(model, name: str) -> list:
+    """The meshes ``model_convert.to_scene`` makes, without decoding the textures."""
+    graph = j3d_geometry.read_graph(model, name)
+    skin = j3d_geometry.draw_skin(model, j3d_geometry.world_matrices(model, graph.parents), name)
+    arrays, turns = j3d_geometry.arrays(model, name), j3d_model_convert.normal_matrices(skin.matrices)
+    meshes = []
+    for s in range(len(model.shp1.remap)):
+        try:
+            material = int(graph.shape_materials[s])
+            meshes.append(j3d_model_convert.shape_mesh(model, s, arrays, skin, turns, material, name))
+        except j3d_geometry.Unsupported:
+            continue
+    return meshes
+
+
+def rewrite_j3d_model(data: bytes, seed: Seed):
+    """The model read, every shape re-encoded from its import (``model_write``), written and read again:
+    whatever the reader accepts, the writer turns into a file the reader accepts (an ExportError
+    for data the format cannot hold is a defect here: the data came from the format)."""
+    model = j3d_model.read(data, seed.name)
+    meshes = j3d_model_meshes(model, seed.name)
+    layers = [m.positions for m in meshes] + [x.data for m in meshes for x in m.uv_layers + m.color_layers]
+    layers += [m.normals.data for m in meshes if m.normals is not None]
+    weights = [np.abs(np.where(m.skin_weights != 0, m.skin_weights, 0).sum(axis=1)) for m in meshes]
+    normals = model.vtx1.format(10)
+    if (
+        not all(np.isfinite(x).all() for x in layers)
+        or not all((w > 1e-9).all() for w in weights)
+        or (normals is not None and int(normals["count"]) != 0)
+    ):
+        return None  # NaN values, vertices without weights, NBT normals: refused by the writer by design
+    shapes = {m.extras["shape"]: j3d_model_write.shape_data(m) for m in meshes if len(m.triangles)}
+    return j3d_model.read(j3d_model.write(j3d_model_write.replace_shapes(model, shapes)), seed.name)
+
+
 def run_bmt(data: bytes, seed: Seed):
     return material_set.bmt_to_scene(bmt.read(data, seed.name), seed.name, seed.name)
 
@@ -341,6 +378,7 @@ PURE_TARGETS = [
     Target("j3d.bpk", j3d_animation(bpk), j3d_seeds(".bpk")),
     Target("j3d.bmt", run_bmt, j3d_seeds(".bmt")),
     Target("j3d.model", run_j3d_model, j3d_model_seeds),
+    Target("j3d.model.rewrite", rewrite_j3d_model, j3d_model_seeds),
     Target("tmrf.media", run_tmrf, lambda: [Seed(n, d) for n, d in tmrf_files().items()]),
     Target("ttyd.model", run_ttyd, seeds_ending(ttyd_sets, ("c_test", "demo"))),
     Target("textures.tpl", run_tpl, tpl_seeds),
