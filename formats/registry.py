@@ -207,6 +207,16 @@ FAMILIES: tuple[Family, ...] = (
             j3d_files.ModelImportOptions,
             j3d_files.load_model,
         ),
+        Exporter(
+            "export_scene.j3d_model",
+            "Export J3D Model",
+            "J3D model (.bmd, .bdl)",
+            "Export the selected armature and the meshes it deforms as a J3D model (.bmd, .bdl): an imported "
+            "model keeps every byte that was not edited",
+            j3d_files.ModelExportOptions,
+            j3d_files.save_model,
+            j3d_files.MODEL_EXTENSIONS,
+        ),
         converter="j3d.model_convert",
     ),
     Family(

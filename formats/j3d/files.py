@@ -42,6 +42,7 @@ from . import (
     material_set,
     model,
     model_convert,
+    model_export,
 )
 
 READERS = {
@@ -275,6 +276,12 @@ def load_model(
 
 def _model_scene(data: bytes, filename: str, name: str, options: ModelImportOptions) -> ModelScene:
     scene = model_convert.to_scene(model.read(data, filename), name, filename, options.axis())
+    # What the export needs travels with the import: the model as read, and which shapes became meshes.
+    scene.extras[model_export.MODEL] = data
+    scene.extras[model_export.SHAPES] = [m.extras["shape"] for m in scene.meshes]
+    for image in scene.images:
+        if image.pixels is not None:
+            image.extras[model_export.PIXELS] = model_export.pixels_digest(image.pixels)
     return ModelScene(**{f.name: getattr(scene, f.name) for f in fields(Scene)})
 
 
@@ -357,3 +364,51 @@ def _fitting(scene: Scene, candidates: list[tuple[str, Callable[[], bytes], str]
         if extension in counts or any(c.target in materials for a in loaded.animations for c in a.channels):
             fitting.append(loaded)
     return fitting
+
+
+IMAGE_FORMATS = (
+    (model_export.ORIGINAL, "As Imported", "Each edited image in the GX format it had (new images: CMPR)"),
+    *(
+        (name, name, f"Every image encoded as {name} again")
+        for name in ("CMPR", "RGB5A3", "RGBA8", "RGB565", "I8", "IA8", "C8")
+    ),
+)
+
+
+@dataclass
+class ModelExportOptions(ModelOrientation):
+    """Forward / Up: how a model made in Blender turns into the file's Y-up space (an imported model's
+    armature carries its own conversion, and its armature space is the file's)."""
+
+    image_format: str = option(
+        model_export.ORIGINAL,
+        "Image Format",
+        "The GX format of the images written: each edited one as imported, or every one in one format",
+        choices=IMAGE_FORMATS,
+    )
+
+
+def model_bytes(
+    scene: Scene, options: ModelExportOptions, filename: str = "<scene>", as_bmd: bool = False
+) -> bytes:
+    """The BMD/BDL bytes of a model's scene (``model_export.from_scene``): an archive's member as well.
+    ``as_bmd``: a BDL is written as a BMD (without its MDL3 section)."""
+    built = model_export.from_scene(scene, options.image_format, filename, options.axis())
+    if as_bmd:
+        model_export.as_bmd(built)
+    return model.write(built)
+
+
+def save_model(scene: Scene, path: str, options: ModelExportOptions) -> list[str]:
+    """Write the scene's model at ``path``: a .bmd name writes a BMD; a .bdl name writes the model's own
+    kind (a model without MDL3 stays a BMD inside, as the game's loader reads either). Nothing is
+    written on error."""
+    extension = os.path.splitext(path)[1].lower()
+    if extension not in MODEL_EXTENSIONS:
+        raise ExportError(f"{os.path.basename(path)}: name the file .bmd or .bdl")
+    data = model_bytes(scene, options, path, as_bmd=extension == ".bmd")
+    if extension == ".bdl" and data[4:8] != b"bdl4":
+        scene.warnings.append(
+            f"{os.path.basename(path)}: written as a BMD (no MDL3 display lists for its materials)"
+        )
+    return write_files({path: data})

@@ -204,8 +204,8 @@ def _sections(
     materials: list[str] | MAT3,
     images: list[tuple[str, np.ndarray]] | TEX1,
 ) -> list:
-    mat3 = materials if isinstance(materials, MAT3) else _materials(materials, len(images))
     tex1 = images if isinstance(images, TEX1) else _textures(images)
+    mat3 = materials if isinstance(materials, MAT3) else _materials(materials, len(tex1.headers))
     return [inf1, vtx1, evp1, drw1, _joints(joints), shp1, mat3, tex1]
 
 

@@ -16,8 +16,8 @@
   layers are named by ``materials.uv_layer_name`` / ``color_layer_name``, as the materials ask.
 
 Mesh extras keep what a writer needs of the shape (matrix type, attribute descriptors, packet
-count); scene extras the file's kind, tag, INF1 flags (scaling rule), vertex formats (component
-types and fixed-point shifts) and a BDL's MDL3 section as it is.
+count); scene extras the file's kind, tag, INF1 flags (scaling rule) and vertex formats (component
+types and fixed-point shifts). The export keeps the whole file besides (``files.load_model``).
 """
 
 from __future__ import annotations
@@ -197,9 +197,6 @@ def to_scene(
             "object_matrix": axis.reshape(-1).tolist(),
         },
     )
-    mdl3 = model.raw(b"MDL3")
-    if mdl3 is not None:  # the BDL's precompiled material display lists, valid while MAT3 is unedited
-        scene.extras["mdl3"] = mdl3.data
     skipped = sum(
         v for m in meshes for k, v in m.extras["primitives"].items() if int(k, 16) >= geometry.LINES
     )

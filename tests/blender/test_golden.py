@@ -16,10 +16,12 @@ import bpy
 import demo_creature
 import numpy as np
 import pytest
+import retro_models
 import scene_dump
 import texture_pair
 import tmrf_fixtures
 import ttyd_support
+from j3d_model_support import generated_file, import_model, made_in_blender
 from j3d_support import make_armature, material_object
 from retro_models.formats import scene as sc
 from retro_models.formats.j3d import bck, bmt, btp
@@ -135,6 +137,29 @@ def textures_corpus_tpl(folder):
     build_scene(sc.Scene(name="textures", images=images), bpy.context)
 
 
+def _j3d_model_export(edit):
+    """A J3D model exported after ``edit(folder)`` (which leaves its armature selected), then imported again
+    into an empty scene: what the written file holds."""
+
+    def case(folder):
+        edit(folder)
+        retro_models.export_file(bpy.context, str(folder / "exported.bmd"))
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        assert bpy.ops.import_scene.j3d_model(filepath=str(folder / "exported.bmd")) == {"FINISHED"}
+
+    return case
+
+
+def _edited_generated_model(folder):
+    """The generated model with a vertex moved, a material renamed, its image painted and a mesh deleted."""
+    armature = import_model(generated_file(folder))
+    meshes = {o.name: o for o in bpy.data.objects if o.parent == armature}
+    meshes["shape1"].data.vertices[0].co.z += 0.5
+    meshes["shape1"].data.materials[0].name = "renamed"
+    bpy.data.images["checker"].pixels.foreach_set(np.full(8 * 8 * 4, 0.5, np.float32))
+    bpy.data.objects.remove(meshes["shape0"])
+
+
 CASES = {
     "toshi_demo_creature": toshi_demo_creature,
     "tamsoft_tetrahedron": tamsoft_tetrahedron,
@@ -153,6 +178,8 @@ CASES = {
     "j3d_model_ba": _j3d_model("j3d-models/ba.bdl"),
     "j3d_model_bluestarcupsuleplanet": _j3d_model("j3d-models/BlueStarCupsulePlanet.bdl"),
     "j3d_model_sunshinemario_arc_ma_mdl1": _j3d_model("j3d-models/SunshineMario.arc", model="ma_mdl1"),
+    "j3d_model_export_edited": _j3d_model_export(_edited_generated_model),
+    "j3d_model_export_made_in_blender": _j3d_model_export(lambda folder: made_in_blender()),
     "textures_every_gx_format": textures_every_gx_format,
     "textures_corpus_tpl": textures_corpus_tpl,
 }
