@@ -215,7 +215,7 @@ FAMILIES: tuple[Family, ...] = (
             "model keeps every byte that was not edited",
             j3d_files.ModelExportOptions,
             j3d_files.save_model,
-            j3d_files.MODEL_EXTENSIONS,
+            j3d_files.MODEL_EXTENSIONS + j3d_files.ARCHIVE_EXTENSIONS,
         ),
         converter="j3d.model_convert",
     ),

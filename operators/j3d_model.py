@@ -141,9 +141,18 @@ def export_scene(context, path: str, options: files.ModelExportOptions) -> Scene
     """The armature and its meshes as a Scene for ``files.save_model``; a copy of a material named by
     its Blender name (its Scene name is the original's)."""
     from .blender.extract import extract_scene
+    from .import_export import included
 
     armature, meshes = export_objects(context)
-    scene = extract_scene(context, armature, meshes, actions=[])
+    meshes = included(context, meshes, options)
+    scene = extract_scene(
+        context,
+        armature,
+        meshes,
+        actions=[],
+        apply_modifiers=options.use_mesh_modifiers,
+        scale=options.global_scale,
+    )
     blender = _export_materials(armature, meshes)
     names = [m.name for m in scene.materials]
     for material, datablock in zip(scene.materials, blender, strict=True):

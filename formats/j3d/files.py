@@ -23,7 +23,7 @@ from ..archives import writeback
 from ..archives.layout import member_name
 from ..errors import ExportError, FormatError
 from ..files import files_in, read_bytes, write_files
-from ..options import Panel, option, oriented
+from ..options import Included, Panel, option, oriented
 from ..scene import Image, Scene
 from . import (
     apply,
@@ -376,7 +376,7 @@ IMAGE_FORMATS = (
 
 
 @dataclass
-class ModelExportOptions(ModelOrientation):
+class ModelExportOptions(ModelOrientation, Included):
     """Forward / Up: how a model made in Blender turns into the file's Y-up space (an imported model's
     armature carries its own conversion, and its armature space is the file's)."""
 
@@ -385,6 +385,12 @@ class ModelExportOptions(ModelOrientation):
         "Image Format",
         "The GX format of the images written: each edited one as imported, or every one in one format",
         choices=IMAGE_FORMATS,
+    )
+    member: str = option(
+        "",
+        "Archive Member",
+        "Exporting into an archive (.arc .szs .carc …): the model to replace, by its path in the archive "
+        "(bmd/ma_mdl1.bmd); empty: the one the model was imported from",
     )
 
 
@@ -403,12 +409,14 @@ def save_model(scene: Scene, path: str, options: ModelExportOptions) -> list[str
     """Write the scene's model at ``path``: a .bmd name writes a BMD; a .bdl name writes the model's own
     kind (a model without MDL3 stays a BMD inside, as the game's loader reads either). Nothing is
     written on error."""
-    extension = os.path.splitext(path)[1].lower()
+    member = export_member(path, options.member, scene.extras.get(ARCHIVE_MEMBER, ""))
+    extension = os.path.splitext(member or path)[1].lower()
     if extension not in MODEL_EXTENSIONS:
-        raise ExportError(f"{os.path.basename(path)}: name the file .bmd or .bdl")
-    data = model_bytes(scene, options, path, as_bmd=extension == ".bmd")
+        raise ExportError(f"{os.path.basename(member or path)}: name the file .bmd or .bdl")
+    filename = path if member is None else member_name(path, member)
+    data = model_bytes(scene, options, filename, as_bmd=extension == ".bmd")
     if extension == ".bdl" and data[4:8] != b"bdl4":
         scene.warnings.append(
             f"{os.path.basename(path)}: written as a BMD (no MDL3 display lists for its materials)"
         )
-    return write_files({path: data})
+    return write_export(path, member, data)

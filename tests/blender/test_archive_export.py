@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import support
 from retro_models.formats import archives
-from retro_models.formats.j3d import bck, evaluate, files
+from retro_models.formats.j3d import bck, evaluate, files, model
 from retro_models.operators.blender import compat, props
 
 MODEL = "04_tobikomi"  # a model of SunshineMario.arc with an animation of each kind beside it
@@ -88,3 +88,22 @@ def test_an_export_into_an_archive_without_the_member_writes_nothing(empty_scene
         bpy.ops.export_scene.j3d_animation(filepath=str(path))
     assert path.read_bytes() == original[: len(original) // 3]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mario.arc"]  # no temporary file left
+
+
+@pytest.mark.corpus
+def test_an_edited_model_exports_into_the_archive_member_it_came_from(empty_scene, tmp_path):
+    path = tmp_path / "mario.szs"
+    shutil.copyfile(support.corpus_file("j3d-models/SunshineMario.arc"), path)
+    original = path.read_bytes()
+    _import(path)
+    for obj in bpy.data.objects:
+        obj.select_set(True)
+    assert bpy.ops.export_scene.j3d_model(filepath=str(path)) == {"FINISHED"}
+    assert path.read_bytes() == original  # nothing edited: the archive's very bytes
+    mesh = next(o for o in bpy.data.objects if o.type == "MESH")
+    mesh.data.vertices[0].co.x += 1.0
+    assert bpy.ops.export_scene.j3d_model(filepath=str(path)) == {"FINISHED"}
+    before, after = _members(support.corpus_file("j3d-models/SunshineMario.arc")), _members(path)
+    assert list(after) == list(before)
+    assert [p for p in before if before[p] != after[p]] == [f"{MODEL}/{MODEL}.bmd"]
+    assert model.read(after[f"{MODEL}/{MODEL}.bmd"], "edited").shp1 is not None
