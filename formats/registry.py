@@ -49,6 +49,8 @@ class Importer:
     load: Callable[[str, Any], Scene]  # (path, options) → Scene; raises FormatError
     # Which loaded scenes go onto the selection (operators/<family>.apply) instead of becoming new data.
     applies_to_selection: Callable[[Scene], bool] | None = None
+    # Extensions of the files beside a model that this import loads with it (its Animations option on).
+    pairs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -206,6 +208,7 @@ FAMILIES: tuple[Family, ...] = (
             "archive: .arc .szs .carc): skinned armature, meshes, materials, textures and their animations",
             j3d_files.ModelImportOptions,
             j3d_files.load_model,
+            pairs=j3d_files.PAIRED_EXTENSIONS,
         ),
         Exporter(
             "export_scene.j3d_model",

@@ -224,6 +224,27 @@ def classify(entry: Entry, explicit: bool, options: dict[str, dict]) -> bool | N
     return applies(scene)
 
 
+def paired(entries: list[Entry], applied: list[bool | None], options: dict[str, dict]) -> list[int]:
+    """The applied files a model import of their folder loads itself (``Importer.pairs``, its
+    Animations option on), so that they are not applied to a model a second time."""
+    from ..formats import options as described
+    from ..formats import registry
+
+    families = {f.name: f for f in registry.FAMILIES}
+    pairing: dict[str, set[str]] = {}  # folder → the extensions its models' imports pair
+    for entry, applies in zip(entries, applied, strict=True):
+        importer = families[entry.family].importer if applies is False else None
+        if importer is None or not importer.pairs:
+            continue
+        if described.make(importer.options, options[entry.family]).import_animations:
+            pairing.setdefault(os.path.dirname(entry.path), set()).update(importer.pairs)
+    return [
+        i
+        for i, (entry, applies) in enumerate(zip(entries, applied, strict=True))
+        if applies and os.path.splitext(entry.path)[1].lower() in pairing.get(os.path.dirname(entry.path), ())
+    ]
+
+
 def plan(entries: list[Entry], applied: list[bool]) -> tuple[list[list[int]], list[int]]:
     """Jobs (lists of entry indices imported into one scene: a model, then the files applied to it:
     to the last model before them from their folder, else the first after) and the applied files
@@ -447,6 +468,13 @@ def main(argv: list[str]) -> int:
         entries.append(entry)
         applied.append(applies)
         explicit.append(named)
+    for i in paired(entries, applied, options):
+        applied[i] = None
+        entries[i].status, entries[i].error = (
+            "skipped",
+            "the model import of its folder loads it with the model it fits",
+        )
+        print(entries[i].line())
     todo = [i for i, a in enumerate(applied) if a is not None]
     jobs, orphans = plan([entries[i] for i in todo], [applied[i] for i in todo])
     jobs = [[todo[i] for i in job] for job in jobs]

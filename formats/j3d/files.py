@@ -57,6 +57,8 @@ READERS = {
     ".blk": cluster.blk,
 }
 JOINT_KINDS = ("bck", "bca")  # joint animations: joints matched by index
+# The animations a model import loads with the model they fit (no cluster data to fit BLA / BLK to).
+PAIRED_EXTENSIONS = tuple(e for e in READERS if e not in (".bla", ".blk"))
 EXTENSIONS = (*READERS, ".bmt")
 MODEL_EXTENSIONS = (".bmd", ".bdl")
 PLAYING = "PLAYING"  # the export of the action playing on the selection
@@ -351,7 +353,7 @@ def _fitting(scene: Scene, candidates: list[tuple[str, Callable[[], bytes], str]
     fitting = []
     for filename, data, member in candidates:
         extension = os.path.splitext(filename)[1].lower()
-        if extension in (".bla", ".blk"):
+        if extension not in PAIRED_EXTENSIONS:
             continue
         raw = archives.unwrap(data(), filename)
         if extension in counts:

@@ -209,3 +209,26 @@ def test_import_file_applies_animation_only_files_as_the_operator_does(empty_sce
     report = retro_models.import_file(bpy.context, str(folder / "b_moves.tapk"))
     assert report.counts["actions"] == 2 and report.counts["armatures"] == 0
     assert len(bpy.data.actions) == before + 2
+
+
+def test_j3d_animations_beside_a_model_are_loaded_with_it_once(addon, tmp_path):
+    """The J3D model import pairs the animations beside it that fit; the batch leaves those files to it
+    instead of applying each to a model a second time (or to one it does not fit)."""
+    import shutil
+
+    from support import corpus_file
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for name in ("ba.bdl", "wait01.bck", "dead.bck"):  # wait01 fits ba; dead is another model's
+        shutil.copyfile(corpus_file(f"j3d-models/{name}"), folder / name)
+    summary = tmp_path / "summary.json"
+    done = run(folder, "--out-dir", tmp_path / "out", "-j", "1", "--json", summary)
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = {Path(f["path"]).name: f for f in json.loads(summary.read_text())["files"]}
+    assert {n: f["status"] for n, f in files.items()} == {
+        "ba.bdl": "ok",
+        "wait01.bck": "skipped",
+        "dead.bck": "skipped",
+    }
+    assert blend_contents(tmp_path / "out" / "ba.blend")["actions"] == ["wait01"]
