@@ -11,14 +11,18 @@ TOOL = ROOT / "tools" / "render.py"
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def test_demo_writes_the_creature_a_blend_and_a_picture(tmp_path):
+def render(picture: str, out, size: str, *models) -> None:
     done = subprocess.run(
-        [sys.executable, str(TOOL), "demo", "--out", str(tmp_path), "--size", "48x32"],
+        [sys.executable, str(TOOL), picture, "--out", str(out), "--size", size, *map(str, models)],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_demo_writes_the_creature_a_blend_and_a_picture(tmp_path):
+    render("demo", tmp_path, "48x32")
     assert {"demo.tmd", "demo.tkl", "demo.tml", "demo.blend", "demo.png"} <= {
         p.name for p in tmp_path.iterdir()
     }
@@ -28,23 +32,10 @@ def test_demo_writes_the_creature_a_blend_and_a_picture(tmp_path):
 
 
 def test_tamsoft_pair_picture(tmp_path):
-    done = subprocess.run(
-        [sys.executable, str(TOOL), "tamsoft-pair", "--out", str(tmp_path), "--size", "48x32"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    render("tamsoft-pair", tmp_path, "48x32")
     assert (tmp_path / "tamsoft_pair.png").read_bytes().startswith(PNG)
 
 
 def test_j3d_picture(tmp_path):
-    model = corpus_file("j3d-models/ba.bdl")
-    done = subprocess.run(
-        [sys.executable, str(TOOL), "j3d", "--out", str(tmp_path), "--size", "32x32", str(model)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    render("j3d", tmp_path, "32x32", corpus_file("j3d-models/ba.bdl"))
     assert (tmp_path / "j3d_ba.png").read_bytes().startswith(PNG)

@@ -6,9 +6,20 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from j3d_fixtures import bck_bytes, bpk_bytes, brk_bytes, btk_bytes, btp_bytes, pad
+from j3d_fixtures import (
+    bca_bytes,
+    bck_bytes,
+    bla_bytes,
+    blk_bytes,
+    bpk_bytes,
+    brk_bytes,
+    btk_bytes,
+    btp_bytes,
+    bva_bytes,
+    pad,
+)
 from retro_models.formats.errors import FormatError
-from retro_models.formats.j3d import bck, bpk, brk, btk, btp
+from retro_models.formats.j3d import bca, bck, bpk, brk, btk, btp, bva, cluster, convert
 from retro_models.formats.j3d.brk import ColorGroup, color_entries
 from retro_models.formats.j3d.btp import pattern_entries
 from retro_models.formats.j3d.container import TRACK_DTYPE, Framing
@@ -19,6 +30,10 @@ FIXTURES = {
     "brk": (brk, brk_bytes),
     "btp": (btp, btp_bytes),
     "bpk": (bpk, bpk_bytes),
+    "bca": (bca, bca_bytes),
+    "bva": (bva, bva_bytes),
+    "bla": (cluster.bla, bla_bytes),
+    "blk": (cluster.blk, blk_bytes),
 }
 
 
@@ -208,6 +223,18 @@ def test_truncation_raises_or_keeps_every_byte(kind):
         ("btp", 0x40, b"\x00\x09", "indices up to 9"),
         ("bpk", 0x2E, b"\x00\x05", "names"),
         ("bpk", 0x44, b"\xff\xff\xff\xff", "bank"),
+        ("bca", 0x04, b"bck1", "file type"),
+        ("bca", 0x20, b"ANK1", "ANF1"),
+        ("bca", 0x2C, b"\xff\xff", "track table"),  # joint count
+        ("bca", 0x2E, b"\xff\xff", "scale bank"),
+        ("bca", 0x60, struct.pack(">HH", 9, 0), "bank entries up to 9"),
+        ("bva", 0x2C, b"\xff\xff", "VAF1 table"),  # shape count
+        ("bva", 0x2E, b"\x00\x02", "entries up to 4"),  # value count
+        ("bva", 0x34, b"\x00\x00\xff\x00", "VAF1 values"),
+        ("bla", 0x40, struct.pack(">HH", 3, 2), "entries up to 5"),
+        ("bla", 0x2E, b"\x7f\xff", "CLF1 weights"),
+        ("blk", 0x40, struct.pack(">HHH", 2, 1, 5), "tangent mode 5"),
+        ("blk", 0x2E, b"\x00\x03", "entries up to 7"),
     ],
 )
 def test_corrupt_fields(kind, offset, value, problem):
@@ -232,6 +259,8 @@ def test_random_corruption_raises_only_format_errors(kind, data):
     except FormatError:
         return
     module.write(model)
+    joints = [f"j{i}" for i in range(len(model.tracks))] if kind in ("bck", "bca") else None
+    convert.to_scene(model, joints)
 
 
 def test_padding_helper_is_the_text():
