@@ -78,8 +78,9 @@ def export_scene(context, path: str, options: files.ExportOptions) -> Scene:
     )
     if content == "animations" and not scene.animations:
         raise ExportError(f"armature {armature.name!r} has no animations to export")
-    layouts = props.get_extras(armature.data).get(files.ANIMATION_LAYOUTS, {}) if armature else {}
-    files.choose_layout(scene, layouts, content)
+    if armature is not None:  # for files.sources, which decides what the file holds by its name
+        layouts = props.get_extras(armature.data).get(files.ANIMATION_LAYOUTS, {})
+        scene.extras = {**scene.extras, files.ANIMATION_LAYOUTS: layouts}
     return scene
 
 

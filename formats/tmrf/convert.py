@@ -65,6 +65,7 @@ CONTENTS = {
     "skinned_model": {"mesh", "skin"},
     "skeleton": {"skeleton"},
     "animations": {"animation"},
+    "animation_file": {"animation", "other"},  # an applied animation file written back: no rig added
 }
 KINDS = {  # content class → layout kind
     res.TableOfContents: "toc",

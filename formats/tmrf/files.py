@@ -1,8 +1,9 @@
 """A TMRF file on disk: any of the Tertius media files, read by what it holds, not by its extension.
 
 A file with animations and neither skeleton nor mesh is applied to an armature: ``retarget``
-binds it to that armature's skeleton, and its layout stays with the armature so that exporting
-those animations again gives the file back (``choose_layout``).
+binds it to that armature's skeleton, and its layout (with the file's name) stays with the
+armature. ``sources`` decides what an export holds: written under the name of a file the
+animations came from, the file holds that file's resources and nothing else (``sources``).
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ CONTENT_BY_EXTENSION = {
     ".tpak": "everything",
 }
 EXTENSIONS = tuple(CONTENT_BY_EXTENSION)
-# Armature data extras key: layouts of the animation-only files applied to it, by source key.
+# Armature data extras key, and scene extras key on export: layouts of the animation-only files
+# applied to it, by source key; each layout also holds its file's name (without extension).
 ANIMATION_LAYOUTS = "tmrf_animation_layouts"
+FILE_NAME = "file_name"
 # Animation extras key: the source key of the animation-only file it came from.
 ANIMATION_SOURCE = "tmrf_animation_source"
 KEEP = "KEEP"  # an encoding option's "as imported"
@@ -129,7 +132,7 @@ def retarget(scene: Scene, skeleton: Skeleton, axis: np.ndarray) -> None:
     hang from the armature object, so their keys get the axis conversion that
     ``convert.to_scene`` gives the roots of a skeleton in the file.
     """
-    layout = scene.extras.get("tmrf", {})
+    layout = {**scene.extras.get("tmrf", {}), FILE_NAME: scene.name}
     source = hashlib.sha1(json.dumps(extras_codec.encode(layout), sort_keys=True).encode()).hexdigest()[:16]
     scene.extras = {ANIMATION_LAYOUTS: {source: layout}}
     scene.skeletons = [skeleton]
@@ -162,14 +165,33 @@ def export_target(path: str, options: ExportOptions) -> tuple[str, str]:
     return path, CONTENT_BY_EXTENSION[os.path.splitext(path)[1].lower()]
 
 
-def choose_layout(scene: Scene, layouts: dict, content: str) -> None:
-    """Animations applied from an animation-only file write that file's layout (one of ``layouts``,
-    which the armature kept) back when they are all that is exported; otherwise they are new
-    resources of the exported file, of the kind they were."""
-    sources = {a.extras.get(ANIMATION_SOURCE) for a in scene.animations}
-    if content == "animations" and len(sources) == 1 and next(iter(sources)) in layouts:
-        scene.extras["tmrf"] = layouts[next(iter(sources))]
-        return
+def _stem(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0].lower()
+
+
+def sources(scene: Scene, path: str, content: str) -> str:
+    """Which animations the file at ``path`` holds, by its name; returns the contents to write.
+
+    - The name of an animation-only file applied to the armature (its layout is one of
+      ``scene.extras[ANIMATION_LAYOUTS]``): that file written back, its animations as Blender
+      has them and its other resources (shaders, unknown types) as they were; no skeleton,
+      mesh or other action joins them (``convert`` content "animation_file").
+    - The name of the file the model came from (``scene.source``): the model's own resources and
+      the actions made in Blender; animations applied from other files stay in those.
+    - Any other name: every animation; those applied from animation-only files become new
+      resources of the kind (frame or track) they had in their file.
+    """
+    layouts = scene.extras.pop(ANIMATION_LAYOUTS, {})
+    stem = _stem(path)
+    named = [s for s, layout in layouts.items() if str(layout.get(FILE_NAME, "")).lower() == stem]
+    if named and "animation" in convert.CONTENTS[content]:
+        source = named[-1]
+        scene.extras["tmrf"] = layouts[source]
+        scene.animations = [a for a in scene.animations if a.extras.get(ANIMATION_SOURCE) == source]
+        scene.meshes = []
+        return "animation_file"
+    if scene.source and _stem(scene.source) == stem:
+        scene.animations = [a for a in scene.animations if a.extras.get(ANIMATION_SOURCE) is None]
     for animation in scene.animations:
         source = animation.extras.pop(ANIMATION_SOURCE, None)
         if source is not None:
@@ -179,6 +201,7 @@ def choose_layout(scene: Scene, layouts: dict, content: str) -> None:
             entries = layouts.get(source, {}).get("resources", [])
             if isinstance(resource, int) and 0 <= resource < len(entries):
                 animation.extras[convert.KIND] = entries[resource]["kind"]
+    return content
 
 
 def _encoding(value: str) -> str | None:
@@ -189,6 +212,7 @@ def _encoding(value: str) -> str | None:
 def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
     """Write the scene at ``path``; the extension chooses the contents. Returns the path written."""
     path, content = export_target(path, options)
+    content = sources(scene, path, content)
     try:
         model = convert.from_scene(
             scene,

@@ -1,0 +1,126 @@
+"""TMRF files written back as they came: a .tpak keeps exactly its own resources (shader and unknown
+ones included, no rig it did not have), and the animations of a file applied to an armature come
+back as that file, whatever other actions the armature has."""
+
+from pathlib import Path
+
+import bpy
+import pytest
+import tmrf_fixtures as fx
+from retro_models.formats.tmrf import media
+from retro_models.formats.tmrf import resources as res
+from retro_models.operators.blender import compat
+from test_tmrf_operators import armature_object, export, import_file, select_only, types, written
+
+ANIMATION_HINTS = [h for h in fx.HINTS if h[0] in ("AX3FrameAnimation", "AX3TrackAnimation")]
+
+
+def animation_pack() -> bytes:
+    """Animations with a shader resource and one of a type nobody knows, as a .tpak may hold them."""
+    shaders = fx.Res(fx.ident("TMatVariants"), b"\x00\x00\x00\x02opaque", name="shaders")
+    body = [
+        fx.hints(ANIMATION_HINTS),
+        fx.frame_animation(),
+        shaders,
+        fx.track_animation(),
+        fx.Res(fx.ident("Mystery"), b"\x01\x02\x03"),
+    ]
+    data = fx.assemble(body)
+    assert media.write(media.read(data)) == data  # the project's writer makes this very file
+    return data
+
+
+def model_with_applied(tmp_path: Path, applied: str, data: bytes):
+    """The full model imported, a Blender-keyed action on it, then ``applied`` applied to its armature."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "model.tmdl").write_bytes(fx.full_file())
+    (tmp_path / "in" / applied).write_bytes(data)
+    import_file(tmp_path / "in" / "model.tmdl")
+    armature = armature_object()
+    keyed = bpy.data.actions.new("wave")
+    compat.assign_action(armature, keyed, None)
+    arm = armature.pose.bones["arm"]
+    for frame, height in ((0, 0.0), (8, 0.5)):
+        arm.location = (0.0, 0.0, height)
+        arm.keyframe_insert("location", frame=frame)
+    select_only([armature], armature)
+    import_file(tmp_path / "in" / applied)
+    compat.assign_action(armature, keyed, None)  # the keyed action exports too while it is active
+    return armature
+
+
+def test_tpak_of_a_model_is_written_back_identical(empty_scene, tmp_path):
+    data = fx.full_file()
+    assert {"TMatVariants", "Mystery"} <= set(types(data))
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "model.tpak").write_bytes(data)
+    import_file(tmp_path / "in" / "model.tpak")
+    armature = armature_object()
+    select_only([armature], armature)
+    assert export(tmp_path / "model.tpak") == data
+
+
+def test_applied_tpak_is_written_back_identical_without_a_rig(empty_scene, tmp_path):
+    data = animation_pack()
+    armature = model_with_applied(tmp_path, "pack.tpak", data)
+    select_only([armature], armature)
+    back = export(tmp_path / "pack.tpak")
+    assert "AX3Skeleton" not in types(back) and "Mystery" in types(back)
+    assert back == data
+    # An edit changes only the edited resource: the frame animation; the others keep their bytes.
+    walk = next(a for a in bpy.data.actions if a.name.startswith("walk") and a != bpy.data.actions["walk"])
+    (curve,) = [
+        fc
+        for fc in compat.action_fcurves(walk)
+        if fc.data_path == 'pose.bones["root"].location' and fc.array_index == 2
+    ]
+    curve.keyframe_points[1].co[1] += 0.5
+    curve.update()
+    edited = export(tmp_path / "pack.tpak")
+    assert types(edited) == types(data)
+    changed = [
+        name for name, a, b in zip(types(data), _resources(data), _resources(edited), strict=True) if a != b
+    ]
+    assert changed == ["AX3FrameAnimation"]
+
+
+def _resources(data: bytes) -> list[bytes]:
+    """Each resource's own bytes: its header and data, without its subresources."""
+    out = []
+    for start, size in media.resource_spans(media.read(data)):
+        first_child = int.from_bytes(data[start + 8 : start + 12], "big")
+        out.append(data[start : start + (first_child or 12 + size)])
+    return out
+
+
+def track_file() -> bytes:
+    """A .tani: one track animation."""
+    data = fx.assemble(
+        [fx.hints([h for h in ANIMATION_HINTS if h[0] == "AX3TrackAnimation"]), fx.track_animation()]
+    )
+    assert media.write(media.read(data)) == data
+    return data
+
+
+@pytest.mark.parametrize("name", ["moves.tapk", "run.tani"])
+def test_applied_animation_files_are_written_back_identical(empty_scene, tmp_path, name):
+    """On an armature with its own animations (from its .tmdl) and an action keyed in Blender."""
+    data = written("animations") if name.endswith(".tapk") else track_file()
+    armature = model_with_applied(tmp_path, name, data)
+    applied = len(types(data)) - 2  # all but the TOC and the hints
+    assert len(bpy.data.actions) == 3 + applied  # the model's walk and run, the keyed wave, the file's
+    select_only([armature], armature)
+    assert export(tmp_path / name) == data
+    assert export(tmp_path / name.upper()) == data  # the name decides, whatever its case
+    # Under another name, the file holds every animation of the armature.
+    assert animation_count(export(tmp_path / "all.tapk")) == 3 + applied
+    # Under the model's own name, the model's resources and the keyed action, not the applied file's.
+    model = export(tmp_path / "model.tmdl")
+    assert animation_count(model) == 3
+    assert media.read(model).strings.texts()[: len(fx.STRINGS)] == fx.STRINGS
+
+
+def animation_count(data: bytes) -> int:
+    return sum(
+        isinstance(r.content, (res.FrameAnimation, res.TrackAnimation)) for r in media.read(data).walk()
+    )
