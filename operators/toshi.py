@@ -13,9 +13,10 @@ import numpy as np
 from bpy.props import StringProperty
 from bpy_extras.io_utils import ImportHelper
 
+from ..formats import fit
 from ..formats.errors import ExportError, RetroError
 from ..formats.scene import Scene
-from ..formats.toshi import convert, files, fit
+from ..formats.toshi import convert, files
 from .blender.objects import deformed_meshes, target_armature
 
 

@@ -33,6 +33,7 @@ import dataclasses
 
 import numpy as np
 
+from .. import fit
 from ..curves import sample
 from ..scene import (
     Animation,
@@ -750,6 +751,7 @@ class _Export:
         }  # scene indices
         self.other_tocs: list[tuple[Resource, list]] = []  # TOCs after the first, with their entries
         self.hints: dict[int, dict] = {}  # id of a rebuilt Hints resource → its layout entry
+        self.fitted: list[tuple[int, float]] = []  # (keys added, largest error) of each fitted channel
 
     def ref(self, name: str | None, preferred: int = 0, unnamed: str | None = None) -> int:
         """A string reference for ``name``, keeping ``preferred`` when it still says the same
@@ -880,11 +882,7 @@ class _Export:
                 )
         tracks, bindings = [], []
         for j, name in enumerate(names):
-            channel_times = [c.times for c in by_bone[name]]
-            if all(np.array_equal(t, channel_times[0]) for t in channel_times):
-                frames = np.asarray(channel_times[0], np.float64)  # keeps keys that share a time
-            else:
-                frames = np.unique(np.concatenate(channel_times))
+            frames, positions, quats = self.track_keys(animation, name, by_bone[name])
             seconds = (frames - animation.frame_start) / animation.fps
             original = stored_times.get(name)
             if (
@@ -893,7 +891,6 @@ class _Export:
                 and np.allclose(original, seconds, atol=TOLERANCE)
             ):
                 seconds = original
-            positions, quats = self.file_values(animation, name, by_bone[name], frames, None)
             keys = np.zeros(len(frames), res.KEY_DTYPE)
             keys["time"], keys["position"], keys["orientation"] = seconds, positions, quats
             tracks.append(keys)
@@ -914,6 +911,29 @@ class _Export:
             tracks,
         )
 
+    def track_keys(self, animation, bone_name, channels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Key frames, positions (K, 3) and x, y, z, w orientations (K, 4) of a bone's track.
+
+        The game interpolates track keys as LINEAR channels mean (positions linearly, orientations
+        by slerp), so linear channels give their own keys. A curve it cannot play so (Bézier easing,
+        steps) gets the fewest keys ``fit.game_keys`` finds that play Blender's pose within
+        ``fit.TOLERANCE`` at every frame and sub-frame; how many go to ``self.fitted``.
+        """
+        if all(c.interpolation == "LINEAR" for c in channels) or any(c.index is not None for c in channels):
+            channel_times = [c.times for c in channels]
+            if all(np.array_equal(t, channel_times[0]) for t in channel_times):
+                frames = np.asarray(channel_times[0], np.float64)  # keeps keys that share a time
+            else:
+                frames = np.unique(np.concatenate(channel_times))
+            return frames, *self.file_values(animation, bone_name, channels, frames, None)
+        # LINEAR quaternion keys are slerp, as the Scene means them (an imported track's are).
+        frames, values, added, error = fit.game_keys(channels, np.zeros(0), blender=False)
+        self.fitted.append((added, error))
+        played = {c.path: v for c, v in zip(channels, values, strict=True)}
+        positions = played.get("location", np.zeros((len(frames), 3)))
+        quats = played.get("rotation_quaternion", np.repeat([[1.0, 0, 0, 0]], len(frames), 0))
+        return frames, *self.in_file(animation, bone_name, positions, quats)
+
     def file_values(self, animation, bone_name, channels, times, bone: res.FrameBone | None):
         """Positions (K, 3) and x, y, z, w orientations (K, 4) of a bone in the file's terms."""
         if bone is not None:
@@ -923,6 +943,11 @@ class _Export:
             default_position, default_quat = np.zeros(3), np.array([1.0, 0, 0, 0])
         positions = _bone_values(channels, "location", times, default_position)
         quats = _bone_values(channels, "rotation_quaternion", times, default_quat)
+        return self.in_file(animation, bone_name, positions, quats)
+
+    def in_file(self, animation, bone_name, positions, quats):
+        """Scene positions and w, x, y, z quaternions of a bone in the file's terms (roots turned back,
+        values still within tolerance of the file's given back bit for bit)."""
         if _is_root(self.scene, animation.skeleton, bone_name):
             positions, quats = _root_channels(positions, quats, self.axis, inverse=True)
         return _kept_values(animation, bone_name, positions, quats[:, [1, 2, 3, 0]])
@@ -1385,4 +1410,11 @@ def from_scene(
             if _ints(list(now.values())) == stored["total_counts"]:
                 unchanged.add(i)
     refresh_hints(model, skip=unchanged)
+    added = sum(count for count, _ in export.fitted)
+    if added:
+        scene.warnings.append(
+            f"{added} keys added to track animations so that the game's linear interpolation plays "
+            f"Blender's curves (within {max(error for _, error in export.fitted):.2g} at every frame and "
+            "sub-frame)"
+        )
     return model

@@ -38,6 +38,7 @@ import dataclasses
 
 import numpy as np
 
+from .. import fit
 from ..errors import ExportError, FormatError
 from ..scene import (
     Animation,
@@ -57,7 +58,7 @@ from ..scene import (
 )
 from ..scene import Layer as SceneLayer
 from ..textures import dds, raster
-from . import fit, strips
+from . import strips
 from . import tkl as tkl_format
 from . import tmd as tmd_format
 from . import tml as tml_format
@@ -721,7 +722,7 @@ def _channel_keys(
         else:
             own = np.asarray(channel.times, np.float64)
             optional = own[~_at_stored(own, stored_frames)] if len(stored_frames) else own[:0]
-            times, values, added, error = fit.game_keys(channel, optional, blender)
+            times, (values,), added, error = fit.game_keys([channel], optional, blender)
             fitted.append((added, error))
             parts.append((times, values))
     times = np.unique(np.concatenate([p[0] for p in parts if p is not None]))

@@ -75,7 +75,7 @@ def test_new_action_with_easing_exports_the_pose_of_every_frame(empty_scene, tmp
         arm.keyframe_insert("location", frame=frame)
     frames = range(11)
 
-    def poses(action) -> np.ndarray:
+    def poses(action, frames=frames) -> np.ndarray:
         compat.assign_action(armature, action, compat.action_slot(action))
         out = []
         for frame in frames:
@@ -91,3 +91,64 @@ def test_new_action_with_easing_exports_the_pose_of_every_frame(empty_scene, tmp
     import_file(tmp_path / "ease.tani")
     (again,) = [a for a in set(bpy.data.actions) - before if a.name.startswith("ease")]
     np.testing.assert_allclose(poses(again), played, atol=1e-4)
+
+
+def track_bytes(data: bytes) -> dict[str, bytes]:
+    """Each track animation's keys by its name, as stored."""
+    model = media.read(data)
+    return {
+        model.strings.name(r.content.name): b"".join(t.tobytes() for t in r.content.tracks)
+        for r in model.walk()
+        if isinstance(r.content, res.TrackAnimation)
+    }
+
+
+def test_eased_track_animation_plays_as_in_blender(empty_scene, tmp_path):
+    """A Bézier-eased action written as a track animation gets the keys the game's linear interpolation
+    needs to play Blender's pose within 1e-4 at every quarter frame; the report says how many; the
+    unedited track animation next to it keeps its bytes."""
+    import retro_models
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "model.tpak").write_bytes(full_file())
+    import_file(tmp_path / "in" / "model.tpak")
+    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    ease = bpy.data.actions.new("ease")
+    compat.assign_action(armature, ease, None)
+    arm = armature.pose.bones["arm"]
+    for frame, height, angle in ((0, 0.0, 0.0), (12, 1.0, 1.2), (20, 0.4, 0.3)):
+        arm.location = (0.0, 0.0, height)
+        arm.rotation_quaternion = (np.cos(angle / 2), 0.0, 0.0, np.sin(angle / 2))
+        arm.keyframe_insert("location", frame=frame)
+        arm.keyframe_insert("rotation_quaternion", frame=frame)
+    frames = np.arange(0, 20.25, 0.25)
+
+    def poses(action, frames=frames) -> np.ndarray:
+        compat.assign_action(armature, action, compat.action_slot(action))
+        for bone in armature.pose.bones:  # bones the action does not key at rest
+            bone.matrix_basis.identity()
+        out = []
+        for frame in frames:
+            bpy.context.scene.frame_set(int(frame), subframe=float(frame % 1))
+            out.append([np.array(b.matrix) for b in armature.pose.bones])
+        return np.array(out)
+
+    played = poses(ease)
+    select_only([armature], armature)
+    report = retro_models.export_file(bpy.context, str(tmp_path / "ease.tani"), animation_kind="TRACK")
+    data = (tmp_path / "ease.tani").read_bytes()
+    (added,) = [w for w in report.warnings if "keys added" in w]
+    model = media.read(data)
+    (eased,) = [
+        r.content.tracks
+        for r in model.walk()
+        if isinstance(r.content, res.TrackAnimation) and model.strings.name(r.content.name) == "ease"
+    ]
+    assert [len(t) for t in eased] == [3 + int(added.split()[0])]  # the arm's three keys and the added
+    assert track_bytes(data)["run"] == track_bytes(full_file())["run"]  # unedited: no key added
+    before, rate = set(bpy.data.actions), bpy.context.scene.render.fps
+    select_only([armature], armature)
+    import_file(tmp_path / "ease.tani")
+    (again,) = [a for a in set(bpy.data.actions) - before if a.name.startswith("ease")]
+    # The file's first animation sets the scene's rate: the same times are other frames now.
+    np.testing.assert_allclose(poses(again, frames * bpy.context.scene.render.fps / rate), played, atol=1e-4)

@@ -1,9 +1,9 @@
-"""The keys the game needs to play a curve as Blender does (``formats.toshi.fit``)."""
+"""The keys the game needs to play a curve as Blender does (``formats.fit``)."""
 
 import numpy as np
+from retro_models.formats import fit
 from retro_models.formats.curves import slerp, slerp_keys
 from retro_models.formats.scene import Channel
-from retro_models.formats.toshi import fit
 
 
 def turns(angles) -> np.ndarray:
@@ -28,7 +28,7 @@ def test_helper_keys_still_on_the_slerp_are_dropped():
     shown_times, shown, added = slerp_keys(times, quats, 0.01)  # what the importer keys in Blender
     assert len(added) == 29
     channel = Channel("bone", "b", "rotation_quaternion", shown_times, shown)
-    got_times, got, count, error = fit.game_keys(channel, added, blender=True)
+    got_times, (got,), count, error = fit.game_keys([channel], added, blender=True)
     assert got_times.tolist() == [0.0, 30.0] and count == 0
     assert np.allclose(np.abs((got * quats).sum(axis=1)), 1.0)
     assert within(channel, got_times, got) <= fit.CHANNEL_TOLERANCE and error <= fit.CHANNEL_TOLERANCE
@@ -40,7 +40,7 @@ def test_an_edited_key_keeps_only_the_helpers_beside_it():
     shown = shown.copy()
     shown[shown_times == 10.0] = turns([1.3])  # the key moved in Blender; its helpers stay
     channel = Channel("bone", "b", "rotation_quaternion", shown_times, shown)
-    got_times, got, count, error = fit.game_keys(channel, added, blender=True)
+    got_times, (got,), count, error = fit.game_keys([channel], added, blender=True)
     assert {0.0, 10.0, 30.0} <= set(got_times.tolist())
     assert len(got_times) < len(shown_times) // 2
     assert within(channel, got_times, got) <= fit.CHANNEL_TOLERANCE * 1.01
@@ -48,14 +48,14 @@ def test_an_edited_key_keeps_only_the_helpers_beside_it():
 
 def test_scene_linear_quaternions_are_slerp_and_need_nothing():
     channel = Channel("bone", "b", "rotation_quaternion", np.array([0.0, 10.0, 20.0]), turns([0, 2, 0.5]))
-    got_times, got, count, _ = fit.game_keys(channel, np.zeros(0), blender=False)
+    got_times, (got,), count, _ = fit.game_keys([channel], np.zeros(0), blender=False)
     assert got_times.tolist() == [0.0, 10.0, 20.0] and count == 0
     assert np.allclose(slerp(got_times, got, [5.0]), slerp(channel.times, channel.values, [5.0]))
 
 
 def test_blender_linear_quaternions_get_the_keys_their_per_component_curve_needs():
     channel = Channel("bone", "b", "rotation_quaternion", np.array([0.0, 10.0]), turns([0, 2.0]))
-    got_times, got, count, error = fit.game_keys(channel, np.zeros(0), blender=True)
+    got_times, (got,), count, error = fit.game_keys([channel], np.zeros(0), blender=True)
     assert count == len(got_times) - 2 > 0
     assert within(channel, got_times, got) <= fit.CHANNEL_TOLERANCE * 1.01
 
@@ -69,7 +69,7 @@ def test_bezier_locations_and_euler_rotations_are_followed():
         channel = Channel(
             "bone", "b", path, times, values * scale, "BEZIER", left * [1, scale], right * [1, scale]
         )
-        got_times, got, count, error = fit.game_keys(channel, np.zeros(0), blender=True)
+        got_times, (got,), count, error = fit.game_keys([channel], np.zeros(0), blender=True)
         assert set(times.tolist()) <= set(got_times.tolist()) and count > 0
         # Sharp turns at a key may need keys closer than the grid: the error says how close it got.
         assert error < fit.TOLERANCE
@@ -79,6 +79,6 @@ def test_bezier_locations_and_euler_rotations_are_followed():
 def test_a_long_smooth_curve_needs_few_keys():
     frames = np.arange(0.0, 2001.0, 20.0)
     channel = Channel("bone", "b", "rotation_quaternion", frames, turns(np.sin(frames / 300)))
-    got_times, _, count, error = fit.game_keys(channel, np.zeros(0), blender=True)
+    got_times, (_,), count, error = fit.game_keys([channel], np.zeros(0), blender=True)
     assert error <= fit.CHANNEL_TOLERANCE
     assert len(got_times) < 3 * len(frames)

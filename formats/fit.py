@@ -1,6 +1,6 @@
-"""Keys the game plays the way Blender plays a channel.
+"""Keys a game plays the way Blender plays a channel (JPOG TMD, TMRF track animations).
 
-The game interpolates positions linearly and rotations by slerp between keys. A channel read
+Such a game interpolates positions linearly and rotations by slerp between keys. A channel read
 from a file (it still has its ``origin``) means exactly that and is written as it is. Any other
 channel is a curve: Bézier, linear or constant per component (a quaternion's components then
 normalised, Euler angles turned into a rotation), which the game's interpolation only matches at
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..curves import euler_to_matrix, sample, slerp
-from ..scene import Channel, keys_digest, matrix_to_quat
+from .curves import euler_to_matrix, sample, slerp
+from .scene import Channel, keys_digest, matrix_to_quat
 
 PLAYED_IN_BLENDER = "played_in_blender"  # animation extras: its curves are what Blender plays
 # How far the written keys may play from what Blender plays: 1e-4 in the posed bone matrices, so
@@ -69,17 +69,18 @@ def _error(found: np.ndarray, expected: np.ndarray, rotation: bool) -> np.ndarra
 
 
 def game_keys(
-    channel: Channel, optional: np.ndarray, blender: bool
-) -> tuple[np.ndarray, np.ndarray, int, float]:
-    """(times, values, keys added, largest error) for the game to play ``channel``'s curve.
+    channels: list[Channel], optional: np.ndarray, blender: bool
+) -> tuple[np.ndarray, list[np.ndarray], int, float]:
+    """(times, values of each channel, keys added, largest error) for the game to play ``channels``'
+    curves with one set of key times (the channels of one key: a bone's position and rotation).
 
     ``optional``: key times that may go (keys only there to show the game's slerp in Blender);
     ``blender``: see ``played``.
     """
-    rotation = channel.path != "location"
-    times = np.unique(np.asarray(channel.times, np.float64))
+    rotations = [channel.path != "location" for channel in channels]
+    times = np.unique(np.concatenate([np.asarray(c.times, np.float64) for c in channels]))
     if len(times) < 2:
-        return times, played(channel, times, blender), 0, 0.0
+        return times, [played(c, times, blender) for c in channels], 0, 0.0
     grid = np.arange(np.ceil(times[0] * STEPS), np.floor(times[-1] * STEPS) + 1) / STEPS
     candidates = np.union1d(times, grid)
     required = np.isin(candidates, times) & ~np.isin(candidates, optional)
@@ -88,14 +89,17 @@ def game_keys(
     steps = np.arange(1, SUBFRAMES) / SUBFRAMES
     inner = (candidates[:-1, None] + np.diff(candidates)[:, None] * steps).reshape(-1)
     checks = np.union1d(candidates, inner)
-    expected = played(channel, checks, blender)
-    values = played(channel, candidates, blender)
+    expected = [played(c, checks, blender) for c in channels]
+    values = [played(c, candidates, blender) for c in channels]
     at = np.searchsorted(checks, candidates)
 
     def fits(a: int, b: int) -> bool:
         span = slice(at[a], at[b] + 1)
-        found = game(candidates[[a, b]], values[[a, b]], rotation, checks[span])
-        return bool(_error(found, expected[span], rotation).max() <= CHANNEL_TOLERANCE)
+        return all(
+            _error(game(candidates[[a, b]], v[[a, b]], rotation, checks[span]), e[span], rotation).max()
+            <= CHANNEL_TOLERANCE
+            for v, e, rotation in zip(values, expected, rotations, strict=True)
+        )
 
     # The next key never passes a required one.
     next_required = np.flatnonzero(required)[np.cumsum(required) - required]
@@ -112,6 +116,9 @@ def game_keys(
             good, bad = (middle, bad) if fits(a, middle) else (good, middle)
         chosen.append(good)
     chosen_times = candidates[chosen]
-    error = float(_error(game(chosen_times, values[chosen], rotation, checks), expected, rotation).max())
+    error = max(
+        float(_error(game(chosen_times, v[chosen], rotation, checks), e, rotation).max())
+        for v, e, rotation in zip(values, expected, rotations, strict=True)
+    )
     added = int((~np.isin(chosen_times, times)).sum())
-    return chosen_times, values[chosen], added, error
+    return chosen_times, [v[chosen] for v in values], added, error
