@@ -763,9 +763,12 @@ class _Export:
         return self.strings.ref(name)
 
     def skeleton_ref(self, skeleton: Skeleton | None, d: dict | None) -> int:
-        """The skeleton an animation binds to; a name the file had without a skeleton stays."""
+        """The skeleton an animation binds to; a name the file had without a skeleton stays, and so
+        does the binding of an animation file written back (whatever armature it was applied to)."""
         stored = d["skeleton"] if d is not None else 0
-        return stored if skeleton is None else self.ref(skeleton.name, stored)
+        if skeleton is None or (d is not None and self.kinds == CONTENTS["animation_file"]):
+            return stored
+        return self.ref(skeleton.name, stored)
 
     # -- contents built from scene objects ------------------------------------------
 
@@ -1026,10 +1029,43 @@ class _Export:
             item = self.scene.animations[k]
             if self.animation_mode not in (None, kind):
                 return None
+            if self.kinds == CONTENTS["animation_file"]:
+                item = self.with_unbound(item, d)
             content = (self.frame_content if kind == "frame" else self.track_content)(item, d)
         renamed[i] = _new_name(item)
         self.used[group].add(k)
         return content
+
+    def with_unbound(self, animation: Animation, d: dict) -> Animation:
+        """The animation with channels, at their file values, for the bones the armature it was
+        applied to lacks (``files.retarget`` left them out), so that its file is written back whole."""
+        if d["kind"] == "frame":
+            refs = d["bones"]
+            times = [animation.frame_start + np.arange(d["frame_count"], dtype=np.float64)] * len(refs)
+        else:
+            refs = d["bindings"]
+            starts = np.concatenate([[0], np.cumsum(d["key_counts"])]).astype(np.int64)
+            seconds = np.array(d["times"], np.float64)
+            times = [
+                animation.frame_start + seconds[a:b] * animation.fps
+                for a, b in zip(starts[:-1], starts[1:], strict=True)
+            ]
+        bound = {c.target for c in animation.channels}
+        kept = animation.extras.get(KEPT_VALUES, {})
+        channels = []
+        for ref, frames in zip(refs, times, strict=True):
+            name = self.strings.name(ref) or ""
+            raw = kept.get(name)
+            if name in bound or not isinstance(raw, bytes) or len(raw) != 28 * len(frames):
+                continue
+            values = np.frombuffer(raw, np.float32).reshape(-1, 7).astype(np.float64)
+            channels.append(Channel("bone", name, "location", frames, values[:, :3]))
+            channels.append(
+                Channel("bone", name, "rotation_quaternion", frames.copy(), values[:, [6, 3, 4, 5]])
+            )
+        return (
+            dataclasses.replace(animation, channels=animation.channels + channels) if channels else animation
+        )
 
     def mesh_part(self, i: int, d: dict, meshes: dict, textures: dict) -> tuple[object | None, dict]:
         """Normals, a texture, its coordinates or tangents of a rebuilt mesh, with the layout entry to

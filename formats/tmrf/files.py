@@ -128,7 +128,8 @@ def load(path: str, options: ImportOptions) -> Scene:
 def retarget(scene: Scene, skeleton: Skeleton, axis: np.ndarray) -> None:
     """Bind an animation-only scene to ``skeleton`` (an armature's, Blender's bone names).
 
-    Channels of bones the armature lacks are dropped with a warning. Root bones
+    Channels of bones the armature lacks are dropped with a warning (their values stay in the
+    animation's extras, ``convert.KEPT_VALUES``, for the file written back). Root bones
     hang from the armature object, so their keys get the axis conversion that
     ``convert.to_scene`` gives the roots of a skeleton in the file.
     """
@@ -143,8 +144,8 @@ def retarget(scene: Scene, skeleton: Skeleton, axis: np.ndarray) -> None:
         missing = sorted({c.target for c in animation.channels if c.target not in skeleton.bone_names})
         if missing:
             scene.warnings.append(
-                f"animation {animation.name}: bones missing from armature {skeleton.name!r} left out: "
-                + ", ".join(missing)
+                f"animation {animation.name}: bones missing from armature {skeleton.name!r} left out "
+                "(kept for writing the file back): " + ", ".join(missing)
             )
         animation.channels = [c for c in animation.channels if c.target in skeleton.bone_names]
         by_bone: dict[str, dict[str, object]] = {}

@@ -58,6 +58,18 @@ def test_tpak_of_a_model_is_written_back_identical(empty_scene, tmp_path):
     armature = armature_object()
     select_only([armature], armature)
     assert export(tmp_path / "model.tpak") == data
+    # Edits change only the edited resources: a key of the walk, a vertex of the mesh.
+    (curve,) = [
+        fc
+        for fc in compat.action_fcurves(bpy.data.actions["walk"])
+        if fc.data_path == 'pose.bones["root"].location' and fc.array_index == 0
+    ]
+    curve.keyframe_points[1].co[1] += 0.5
+    curve.update()
+    assert changed_resources(data, export(tmp_path / "model.tpak")) == ["AX3FrameAnimation"]
+    (mesh,) = [o.data for o in bpy.data.objects if o.type == "MESH"]
+    mesh.vertices[2].co.y += 0.25  # in the triangle's plane: Blender's custom normals turn with the face
+    assert changed_resources(data, export(tmp_path / "model.tpak")) == ["3DPoints", "AX3FrameAnimation"]
 
 
 def test_applied_tpak_is_written_back_identical_without_a_rig(empty_scene, tmp_path):
@@ -77,11 +89,15 @@ def test_applied_tpak_is_written_back_identical_without_a_rig(empty_scene, tmp_p
     curve.keyframe_points[1].co[1] += 0.5
     curve.update()
     edited = export(tmp_path / "pack.tpak")
+    assert changed_resources(data, edited) == ["AX3FrameAnimation"]
+
+
+def changed_resources(data: bytes, edited: bytes) -> list[str]:
+    """The types of the resources whose own bytes differ (the files hold the same resources)."""
     assert types(edited) == types(data)
-    changed = [
+    return [
         name for name, a, b in zip(types(data), _resources(data), _resources(edited), strict=True) if a != b
     ]
-    assert changed == ["AX3FrameAnimation"]
 
 
 def _resources(data: bytes) -> list[bytes]:
@@ -124,3 +140,26 @@ def animation_count(data: bytes) -> int:
     return sum(
         isinstance(r.content, (res.FrameAnimation, res.TrackAnimation)) for r in media.read(data).walk()
     )
+
+
+@pytest.mark.parametrize("bones", [("root", "arm"), ("root",)])
+def test_written_back_file_keeps_its_skeleton_binding_and_bones(empty_scene, tmp_path, bones):
+    """Applied to an armature made in Blender (another name, other rests, maybe without some of the
+    file's bones), the file comes back as it was."""
+    from test_tmrf_operators import new_armature
+
+    pack = written("animations")
+    specs = {"root": None, "arm": ((0, 1, 0), (0, 2, 0.5), "root")}
+    armature = new_armature("rig", {bone: specs[bone] for bone in bones})
+    (tmp_path / "moves.tapk").write_bytes(pack)
+    (tmp_path / "out").mkdir()
+    select_only([armature], armature)
+    import_file(tmp_path / "moves.tapk")
+    assert export(tmp_path / "out" / "moves.tapk") == pack
+    model = media.read(export(tmp_path / "out" / "other.tapk"))  # new resources, bound to the armature
+    assert {
+        model.strings.name(r.content.skeleton) for r in model.walk() if r.content.__class__ in ANIMATIONS
+    } == {"rig"}
+
+
+ANIMATIONS = (res.FrameAnimation, res.TrackAnimation)

@@ -48,7 +48,9 @@ def test_animation_only_files_bind_to_a_skeleton_by_bone_name(tmp_path):
     assert files.is_animation_only(scene)
     rig = Skeleton("rig", ["root"], np.array([-1], np.int32), np.eye(4)[None])
     files.retarget(scene, rig, np.eye(4))
-    assert scene.warnings == ["animation walk: bones missing from armature 'rig' left out: arm"]
+    assert scene.warnings == [
+        "animation walk: bones missing from armature 'rig' left out (kept for writing the file back): arm"
+    ]
     assert scene.skeletons == [rig] and {c.target for a in scene.animations for c in a.channels} == {"root"}
     (source,) = scene.extras[files.ANIMATION_LAYOUTS]
     assert all(a.extras[files.ANIMATION_SOURCE] == source for a in scene.animations)
