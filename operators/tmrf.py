@@ -78,9 +78,10 @@ def export_scene(context, path: str, options: files.ExportOptions) -> Scene:
     )
     if content == "animations" and not scene.animations:
         raise ExportError(f"armature {armature.name!r} has no animations to export")
-    if armature is not None:  # for files.sources, which decides what the file holds by its name
+    if armature is not None:
         layouts = props.get_extras(armature.data).get(files.ANIMATION_LAYOUTS, {})
         scene.extras = {**scene.extras, files.ANIMATION_LAYOUTS: layouts}
+    files.sources(scene, path, content)  # the file's name decides which animations it holds
     return scene
 
 

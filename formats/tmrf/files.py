@@ -2,8 +2,8 @@
 
 A file with animations and neither skeleton nor mesh is applied to an armature: ``retarget``
 binds it to that armature's skeleton, and its layout (with the file's name) stays with the
-armature. ``sources`` decides what an export holds: written under the name of a file the
-animations came from, the file holds that file's resources and nothing else (``sources``).
+armature. ``sources`` decides by the exported file's name which animations it holds: under the
+name of a file they came from, that file's resources and nothing else.
 """
 
 from __future__ import annotations
@@ -170,13 +170,13 @@ def _stem(path: str) -> str:
     return os.path.splitext(os.path.basename(path))[0].lower()
 
 
-def sources(scene: Scene, path: str, content: str) -> str:
-    """Which animations the file at ``path`` holds, by its name; returns the contents to write.
+def sources(scene: Scene, path: str, content: str) -> None:
+    """Keep the animations the file at ``path`` holds, by its name (the Blender side calls it with
+    the layouts the armature kept under ``scene.extras[ANIMATION_LAYOUTS]``).
 
-    - The name of an animation-only file applied to the armature (its layout is one of
-      ``scene.extras[ANIMATION_LAYOUTS]``): that file written back, its animations as Blender
-      has them and its other resources (shaders, unknown types) as they were; no skeleton,
-      mesh or other action joins them (``convert`` content "animation_file").
+    - The name of an animation-only file applied to the armature: that file written back, its
+      animations as Blender has them, its other resources (shaders, unknown types) as they were,
+      no mesh, skeleton or other action (``save`` sees its layout and writes it so).
     - The name of the file the model came from (``scene.source``): the model's own resources and
       the actions made in Blender; animations applied from other files stay in those.
     - Any other name: every animation; those applied from animation-only files become new
@@ -189,8 +189,8 @@ def sources(scene: Scene, path: str, content: str) -> str:
         source = named[-1]
         scene.extras["tmrf"] = layouts[source]
         scene.animations = [a for a in scene.animations if a.extras.get(ANIMATION_SOURCE) == source]
-        scene.meshes = []
-        return "animation_file"
+        scene.meshes, scene.materials, scene.images = [], [], []
+        return
     if scene.source and _stem(scene.source) == stem:
         scene.animations = [a for a in scene.animations if a.extras.get(ANIMATION_SOURCE) is None]
     for animation in scene.animations:
@@ -202,7 +202,6 @@ def sources(scene: Scene, path: str, content: str) -> str:
             entries = layouts.get(source, {}).get("resources", [])
             if isinstance(resource, int) and 0 <= resource < len(entries):
                 animation.extras[convert.KIND] = entries[resource]["kind"]
-    return content
 
 
 def _encoding(value: str) -> str | None:
@@ -213,7 +212,8 @@ def _encoding(value: str) -> str | None:
 def save(scene: Scene, path: str, options: ExportOptions) -> list[str]:
     """Write the scene at ``path``; the extension chooses the contents. Returns the path written."""
     path, content = export_target(path, options)
-    content = sources(scene, path, content)
+    if FILE_NAME in (scene.extras.get("tmrf") or {}) and "animation" in convert.CONTENTS[content]:
+        content = "animation_file"  # an applied animation file written back (``sources``)
     try:
         model = convert.from_scene(
             scene,
