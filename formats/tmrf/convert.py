@@ -933,20 +933,26 @@ class _Export:
         frames, values, added, error = fit.game_keys(channels, np.zeros(0), blender=False)
         self.fitted.append((added, error))
         played = {c.path: v for c, v in zip(channels, values, strict=True)}
-        positions = played.get("location", np.zeros((len(frames), 3)))
-        quats = played.get("rotation_quaternion", np.repeat([[1.0, 0, 0, 0]], len(frames), 0))
+        position, quat = self.unkeyed(animation, bone_name, None)
+        positions = played.get("location", np.repeat(position[None], len(frames), 0))
+        quats = played.get("rotation_quaternion", np.repeat(quat[None], len(frames), 0))
         return frames, *self.in_file(animation, bone_name, positions, quats)
 
     def file_values(self, animation, bone_name, channels, times, bone: res.FrameBone | None):
         """Positions (K, 3) and x, y, z, w orientations (K, 4) of a bone in the file's terms."""
-        if bone is not None:
-            default_position = bone.base_position
-            default_quat = bone.base_orientation[[3, 0, 1, 2]]
-        else:
-            default_position, default_quat = np.zeros(3), np.array([1.0, 0, 0, 0])
+        default_position, default_quat = self.unkeyed(animation, bone_name, bone)
         positions = _bone_values(channels, "location", times, default_position)
         quats = _bone_values(channels, "rotation_quaternion", times, default_quat)
         return self.in_file(animation, bone_name, positions, quats)
+
+    def unkeyed(self, animation, bone_name, bone: res.FrameBone | None) -> tuple[np.ndarray, np.ndarray]:
+        """Position and w, x, y, z orientation of a property the bone's channels do not key: the frame
+        bone's base pose, else the rest pose (what Blender shows for it)."""
+        if bone is not None:
+            return bone.base_position, bone.base_orientation[[3, 0, 1, 2]]
+        skeleton = self.scene.skeletons[animation.skeleton] if animation.skeleton is not None else None
+        rest = _rest_base(skeleton, bone_name).astype(np.float64)
+        return rest[:3], rest[[6, 3, 4, 5]]
 
     def in_file(self, animation, bone_name, positions, quats):
         """Scene positions and w, x, y, z quaternions of a bone in the file's terms (roots turned back,

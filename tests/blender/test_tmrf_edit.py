@@ -115,12 +115,13 @@ def test_eased_track_animation_plays_as_in_blender(empty_scene, tmp_path):
     armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
     ease = bpy.data.actions.new("ease")
     compat.assign_action(armature, ease, None)
-    arm = armature.pose.bones["arm"]
+    root, arm = armature.pose.bones["root"], armature.pose.bones["arm"]
+    # Each bone keys one property: the track gives the other its rest value, as Blender shows it.
     for frame, height, angle in ((0, 0.0, 0.0), (12, 1.0, 1.2), (20, 0.4, 0.3)):
         arm.location = (0.0, 0.0, height)
-        arm.rotation_quaternion = (np.cos(angle / 2), 0.0, 0.0, np.sin(angle / 2))
+        root.rotation_quaternion = (np.cos(angle / 2), 0.0, 0.0, np.sin(angle / 2))
         arm.keyframe_insert("location", frame=frame)
-        arm.keyframe_insert("rotation_quaternion", frame=frame)
+        root.keyframe_insert("rotation_quaternion", frame=frame)
     frames = np.arange(0, 20.25, 0.25)
 
     def poses(action, frames=frames) -> np.ndarray:
@@ -144,7 +145,7 @@ def test_eased_track_animation_plays_as_in_blender(empty_scene, tmp_path):
         for r in model.walk()
         if isinstance(r.content, res.TrackAnimation) and model.strings.name(r.content.name) == "ease"
     ]
-    assert [len(t) for t in eased] == [3 + int(added.split()[0])]  # the arm's three keys and the added
+    assert sum(len(t) for t in eased) == 6 + int(added.split()[0])  # each bone's three keys and the added
     assert track_bytes(data)["run"] == track_bytes(full_file())["run"]  # unedited: no key added
     before, rate = set(bpy.data.actions), bpy.context.scene.render.fps
     select_only([armature], armature)
