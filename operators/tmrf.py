@@ -29,11 +29,18 @@ def apply_to_selection(context, scene: Scene, path: str, options: files.ImportOp
         raise SelectionError(
             f"{os.path.basename(path)}: the file holds only animations: select the armature to apply them to"
         )
-    files.retarget(scene, extract_scene(context, armature, [], actions=[]).skeletons[0], options.axis())
+    # An armature that already plays animations keeps the scene's rate: the file's play at their
+    # own speed at it. Otherwise the scene takes the file's rate, as an import of a model does.
+    playing = armature.animation_data is not None and armature.animation_data.action is not None
+    animated = playing or bool(armature.data.get(props.ANIMATIONS))
+    render = context.scene.render
+    rate = render.fps / render.fps_base if animated else None
+    skeleton = extract_scene(context, armature, [], actions=[]).skeletons[0]
+    files.retarget(scene, skeleton, options.axis(), rate)
     extras = props.get_extras(armature.data)
     extras.setdefault(files.ANIMATION_LAYOUTS, {}).update(scene.extras[files.ANIMATION_LAYOUTS])
     props.set_extras(armature.data, extras)
-    result = add_animations(scene, context, armature)
+    result = add_animations(scene, context, armature, set_frame_rate=not animated)
     result.armatures = []  # the armature was there before: the report counts what the file added
     return result, []
 

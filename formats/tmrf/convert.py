@@ -158,7 +158,7 @@ class _Import:
                 self.frame_animation(i, r.content)
             elif isinstance(r.content, res.TrackAnimation):
                 self.track_animation(i, r.content)
-        _common_rate(self.scene.animations)
+        common_rate(self.scene.animations)
         for item in self.scene.skeletons + self.scene.meshes + self.scene.animations:
             item.extras["tmrf_name"] = item.name  # a different name on export is a rename
         self.scene.extras["tmrf"] = {
@@ -482,17 +482,17 @@ KIND = "tmrf_kind"  # animation extras: "frame" or "track", the kind a new resou
 OWN_FPS = "tmrf_fps"  # animation extras: the file's own rate when the scene shows it at another
 
 
-def _common_rate(animations: list[Animation]) -> None:
-    """Every animation at the first one's rate (the scene's), keys moved so that each still plays at its
-    own speed; its own rate kept under ``OWN_FPS`` for export."""
+def common_rate(animations: list[Animation], rate: float | None = None) -> None:
+    """Every animation at ``rate`` (the scene's; by default the first one's), keys moved so that each
+    still plays at its own speed; its own rate kept under ``OWN_FPS`` for export."""
     if not animations:
         return
-    common = animations[0].fps
-    for animation in animations[1:]:
-        if animation.fps != common:
-            animation.extras[OWN_FPS] = animation.fps
-            _rescale(animation, common / animation.fps)
-            animation.fps = common
+    rate = animations[0].fps if rate is None else rate
+    for animation in animations:
+        if animation.fps != rate:
+            animation.extras.setdefault(OWN_FPS, animation.fps)
+            _rescale(animation, rate / animation.fps)
+            animation.fps = rate
 
 
 def _own_rate(animation: Animation) -> Animation:

@@ -125,8 +125,11 @@ def load(path: str, options: ImportOptions) -> Scene:
     return scene
 
 
-def retarget(scene: Scene, skeleton: Skeleton, axis: np.ndarray) -> None:
+def retarget(scene: Scene, skeleton: Skeleton, axis: np.ndarray, rate: float | None = None) -> None:
     """Bind an animation-only scene to ``skeleton`` (an armature's, Blender's bone names).
+
+    ``rate``: the scene's frame rate when it already plays animations; the file's are shown at it,
+    each still at its own speed (``convert.common_rate``), and export writes them at their own.
 
     Channels of bones the armature lacks are dropped with a warning (their values stay in the
     animation's extras, ``convert.KEPT_VALUES``, for the file written back). Root bones
@@ -137,6 +140,8 @@ def retarget(scene: Scene, skeleton: Skeleton, axis: np.ndarray) -> None:
     source = hashlib.sha1(json.dumps(extras_codec.encode(layout), sort_keys=True).encode()).hexdigest()[:16]
     scene.extras = {ANIMATION_LAYOUTS: {source: layout}}
     scene.skeletons = [skeleton]
+    if rate is not None:
+        convert.common_rate(scene.animations, rate)
     roots = {n for n, p in zip(skeleton.bone_names, skeleton.parents, strict=True) if p < 0}
     for animation in scene.animations:
         animation.skeleton = 0

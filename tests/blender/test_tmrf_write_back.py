@@ -163,3 +163,17 @@ def test_written_back_file_keeps_its_skeleton_binding_and_bones(empty_scene, tmp
 
 
 ANIMATIONS = (res.FrameAnimation, res.TrackAnimation)
+
+
+def test_applied_file_plays_at_its_own_speed_at_the_scene_rate(empty_scene, tmp_path):
+    """A 30 fps track file applied to a 24 fps model: the scene keeps its rate (the model's
+    animations their speed), the track's keys move so that it lasts its 1.5 s, and it is written
+    back at its own rate."""
+    data = track_file()
+    armature = model_with_applied(tmp_path, "run.tani", data)
+    assert bpy.context.scene.render.fps == 24  # the model's walk's rate, not the track's 30
+    (run,) = [a for a in bpy.data.actions if a.name.startswith("run") and a.name != "run"]
+    ends = {fc.keyframe_points[-1].co[0] for fc in compat.action_fcurves(run)}
+    assert ends == {1.5 * 24}
+    select_only([armature], armature)
+    assert export(tmp_path / "run.tani") == data
