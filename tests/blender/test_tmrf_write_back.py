@@ -30,6 +30,31 @@ def animation_pack() -> bytes:
     return data
 
 
+def static_mesh_pack() -> bytes:
+    """A mesh without skin between a shader resource and an unknown one."""
+    points = fx.points()
+    points.children = []
+    hints = [h for h in fx.HINTS if h[0] in ("3DPoints", "TriangleMesh")]
+    shaders = fx.Res(fx.ident("TMatVariants"), b"\x00\x00\x00\x02opaque", name="shaders")
+    body = [fx.hints(hints), shaders, points, fx.mesh(), fx.Res(fx.ident("Mystery"), b"\x01\x02\x03")]
+    data = fx.assemble(body)
+    assert media.write(media.read(data)) == data
+    return data
+
+
+def test_tpak_of_a_static_mesh_is_written_back_identical(empty_scene, tmp_path):
+    data = static_mesh_pack()
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "prop.tpak").write_bytes(data)
+    import_file(tmp_path / "in" / "prop.tpak")
+    assert not [o for o in bpy.data.objects if o.type == "ARMATURE"]
+    (obj,) = bpy.data.objects
+    select_only([obj], obj)
+    assert export(tmp_path / "prop.tpak") == data
+    obj.data.vertices[1].co.x += 0.25
+    assert changed_resources(data, export(tmp_path / "prop.tpak")) == ["3DPoints"]
+
+
 def model_with_applied(tmp_path: Path, applied: str, data: bytes):
     """The full model imported, a Blender-keyed action on it, then ``applied`` applied to its armature."""
     (tmp_path / "in").mkdir()
