@@ -918,19 +918,24 @@ class _Export:
         """Key frames, positions (K, 3) and x, y, z, w orientations (K, 4) of a bone's track.
 
         The game interpolates track keys as LINEAR channels mean (positions linearly, orientations
-        by slerp), so linear channels give their own keys. A curve it cannot play so (Bézier easing,
-        steps) gets the fewest keys ``fit.game_keys`` finds that play Blender's pose within
-        ``fit.TOLERANCE`` at every frame and sub-frame; how many go to ``self.fitted``.
+        by slerp), so linear channels of a bone read from a file give their own keys. A curve it
+        cannot play so (Bézier easing, steps, or LINEAR quaternion keys made in Blender, which Blender
+        plays component by component) gets the fewest keys ``fit.game_keys`` finds that play
+        Blender's pose within ``fit.TOLERANCE`` at every frame and sub-frame; how many go to
+        ``self.fitted``.
         """
-        if all(c.interpolation == "LINEAR" for c in channels) or any(c.index is not None for c in channels):
+        # A bone read from a file: its LINEAR quaternion keys are the file's slerp (the Blender layer
+        # shows that with helper keys, and takes them off again).
+        read = bone_name in animation.extras.get(KEPT_VALUES, {})
+        linear = all(c.interpolation == "LINEAR" and (read or c.path == "location") for c in channels)
+        if linear or any(c.index is not None for c in channels):
             channel_times = [c.times for c in channels]
             if all(np.array_equal(t, channel_times[0]) for t in channel_times):
                 frames = np.asarray(channel_times[0], np.float64)  # keeps keys that share a time
             else:
                 frames = np.unique(np.concatenate(channel_times))
             return frames, *self.file_values(animation, bone_name, channels, frames, None)
-        # LINEAR quaternion keys are slerp, as the Scene means them (an imported track's are).
-        frames, values, added, error = fit.game_keys(channels, np.zeros(0), blender=False)
+        frames, values, added, error = fit.game_keys(channels, np.zeros(0), blender=not read)
         self.fitted.append((added, error))
         played = {c.path: v for c, v in zip(channels, values, strict=True)}
         position, quat = self.unkeyed(animation, bone_name, None)
