@@ -88,7 +88,15 @@ def test_a_failed_tmrf_animation_apply_keeps_the_armature_as_it_was(empty_scene,
     bpy.context.view_layer.objects.active = armature
     extras = props.get_extras(armature.data)
     before = state()
-    fail_at_the_end(monkeypatch)
+    # The armature plays an action, so the apply keeps the scene's rate: it fails on its last action.
+    built = build.build_animation
+
+    def late(scene, animation, *args, **kwargs):
+        if animation is scene.animations[-1]:
+            raise FormatError("late.bin", 12, "a problem found last")
+        return built(scene, animation, *args, **kwargs)
+
+    monkeypatch.setattr(build, "build_animation", late)
     with pytest.raises(RuntimeError, match="late.bin"):
         bpy.ops.import_scene.tertius_tmrf(filepath=str(tmp_path / "animations.tani"))
     assert state() == before
