@@ -82,6 +82,18 @@ def animations_option(**shown) -> dataclasses.Field:
     return option(True, "Animations", "Import the file's animations as actions", **shown)
 
 
+def texture_folder_option(**shown) -> dataclasses.Field:
+    """The Texture Folder, the same in every family that looks for texture files by name; left empty,
+    the operators fill it from the add-on's preferences (ui/preferences.py)."""
+    return option(
+        "",
+        "Texture Folder",
+        "A folder searched for texture files not found next to the model (empty: the add-on's preference)",
+        path=True,
+        **shown,
+    )
+
+
 def describe(f: dataclasses.Field) -> Option:
     return f.metadata["option"]
 

@@ -451,7 +451,7 @@ class _Options:
         for field in dataclasses.fields(self.options_class):
             value = getattr(self, field.name)
             if value == "":  # a path left empty: the one set once in the add-on's preferences
-                value = preferred(self.family.name, field.name)
+                value = preferred(field.name)
             values[field.name] = bpy.path.abspath(value) if describe(field).path and value else value
         return self.options_class(**values)
 
