@@ -99,6 +99,7 @@ def test_options_are_drawn_in_their_panels():
         ("RETRO_toshi_import_libraries", "open"),
         ("RETRO_toshi_import_libraries", "tkl_mode"),
         ("RETRO_toshi_import_libraries", "tml_mode"),
+        ("RETRO_toshi_import_libraries", "texture_folder"),  # shown while the TML is found automatically
         ("RETRO_toshi_import_transform", "closed"),
         ("RETRO_toshi_import_transform", "global_scale"),
         ("RETRO_toshi_import_transform", "axis_forward"),
