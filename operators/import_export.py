@@ -423,7 +423,7 @@ def _property(field: dataclasses.Field, module):
     if isinstance(field.default, float):
         limits = dict(zip(("min", "max"), shown.limits, strict=True)) if shown.limits else {}
         return FloatProperty(default=field.default, **limits, **common)
-    subtype = "FILE_PATH" if shown.path else "NONE"
+    subtype = "DIR_PATH" if shown.folder else "FILE_PATH" if shown.path else "NONE"
     return StringProperty(default=field.default, subtype=subtype, maxlen=shown.maxlen, **common)
 
 

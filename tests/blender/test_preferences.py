@@ -67,3 +67,10 @@ def test_a_texture_next_to_the_model_comes_first(empty_scene, tmp_path):
     finally:
         preferences.texture_folder = ""
     assert decoded_images() and len(decoded_images()) == len(bpy.data.images)
+
+
+def test_jpog_tamsoft_and_ttyd_imports_have_a_texture_folder_option_that_picks_folders(addon):
+    from test_options import operator_rna
+
+    for idname in ("import_scene.toshi_tmd", "import_scene.tamsoft_tmd0", "import_scene.ttyd_model"):
+        assert operator_rna(idname).properties["texture_folder"].subtype == "DIR_PATH", idname
