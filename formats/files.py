@@ -24,6 +24,16 @@ def files_in(folder: str, extension: str = "") -> dict[str, str]:
     return {n.lower(): os.path.join(folder, n) for n in names if n.lower().endswith(extension)}
 
 
+def search_folders(model_path: str, texture_folder: str = "") -> list[str]:
+    """Where the files a model names are looked for, in order: its own folder, then the Texture Folder."""
+    return [os.path.dirname(model_path), *([texture_folder] if texture_folder else [])]
+
+
+def find_file(folders: list[str], name: str) -> str | None:
+    """The file ``name`` (any case) in the first of ``folders`` that holds one."""
+    return next((found for f in folders if (found := files_in(f).get(name.lower()))), None)
+
+
 def write_files(files: dict[str, bytes]) -> list[str]:
     """Write every file or none; returns the paths written.
 

@@ -39,6 +39,7 @@ class Option:
     choices: tuple | str = ()
     panel: Panel | None = None  # None: above the panels
     path: bool = False  # a file path: the operators resolve Blender's relative ("//") paths
+    folder: bool = False  # a path to a folder (the file browser picks folders)
     shown_if: tuple[str, str] | None = None  # (option, value): drawn only while that option has that value
     maxlen: int = 0  # for text: the longest text the field takes (0: no limit)
     limits: tuple[float, float] | None = None  # for numbers: the smallest and largest value taken
@@ -80,6 +81,19 @@ class Included:
 def animations_option(**shown) -> dataclasses.Field:
     """The Animations toggle, the same in every family whose files hold animations."""
     return option(True, "Animations", "Import the file's animations as actions", **shown)
+
+
+def texture_folder_option(**shown) -> dataclasses.Field:
+    """The Texture Folder, the same in every family that looks for texture files by name; left empty,
+    the operators fill it from the add-on's preferences (ui/preferences.py)."""
+    return option(
+        "",
+        "Texture Folder",
+        "A folder searched for texture files not found next to the model (empty: the add-on's preference)",
+        path=True,
+        folder=True,
+        **shown,
+    )
 
 
 def describe(f: dataclasses.Field) -> Option:

@@ -423,7 +423,7 @@ def _property(field: dataclasses.Field, module):
     if isinstance(field.default, float):
         limits = dict(zip(("min", "max"), shown.limits, strict=True)) if shown.limits else {}
         return FloatProperty(default=field.default, **limits, **common)
-    subtype = "FILE_PATH" if shown.path else "NONE"
+    subtype = "DIR_PATH" if shown.folder else "FILE_PATH" if shown.path else "NONE"
     return StringProperty(default=field.default, subtype=subtype, maxlen=shown.maxlen, **common)
 
 
@@ -451,7 +451,7 @@ class _Options:
         for field in dataclasses.fields(self.options_class):
             value = getattr(self, field.name)
             if value == "":  # a path left empty: the one set once in the add-on's preferences
-                value = preferred(self.family.name, field.name)
+                value = preferred(field.name)
             values[field.name] = bpy.path.abspath(value) if describe(field).path and value else value
         return self.options_class(**values)
 

@@ -6,8 +6,8 @@ from bpy.props import StringProperty
 
 ADDON = __package__.rpartition(".")[0]  # the add-on's package: its preferences' bl_idname
 
-# (family, option) → the preference that fills it when empty
-_FILLS = {("tamsoft", "names_file"): "tamsoft_names_file"}
+# option → the preference that fills it when empty (in every family that has the option)
+_FILLS = {"names_file": "tamsoft_names_file", "texture_folder": "texture_folder"}
 
 
 class RetroPreferences(bpy.types.AddonPreferences):
@@ -18,16 +18,22 @@ class RetroPreferences(bpy.types.AddonPreferences):
         description="A text file of bone names (one a line) used when an import's Bone Names is empty",
         subtype="FILE_PATH",
     )
+    texture_folder: StringProperty(
+        name="Texture Folder",
+        description="A folder searched last for texture files not found next to the model",
+        subtype="DIR_PATH",
+    )
 
     def draw(self, context):
         layout = self.layout
         layout.use_property_split = True
+        layout.prop(self, "texture_folder")
         layout.prop(self, "tamsoft_names_file")
 
 
-def preferred(family: str, option: str) -> str:
+def preferred(option: str) -> str:
     """The preference standing in for an empty option ("" when there is none or it is not set)."""
-    name = _FILLS.get((family, option))
+    name = _FILLS.get(option)
     addon = bpy.context.preferences.addons.get(ADDON) if name else None
     return getattr(addon.preferences, name, "") if addon and addon.preferences else ""
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..binary import Reader, Writer
 from ..errors import FormatError
+from ..files import find_file, search_folders
 from . import tmd0
 
 END_OF_OFFSETS = 0xFFFFFFFF
@@ -134,7 +135,9 @@ def texture_cat_name(model_path: Path) -> Path | None:
     )
 
 
-def texture_cat_path(model_path: Path) -> Path | None:
-    """The texture CAT next to a model CAT, when it exists."""
+def texture_cat_path(model_path: Path, texture_folder: str = "") -> Path | None:
+    """The texture CAT of a model CAT, next to it, else in ``texture_folder`` (any case); None when
+    there is none."""
     candidate = texture_cat_name(model_path)
-    return candidate if candidate is not None and candidate.exists() else None
+    found = candidate and find_file(search_folders(str(model_path), texture_folder), candidate.name)
+    return Path(found) if found else None

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import ExportError, FormatError
 from ..files import write_files
-from ..options import Included, Panel, option, oriented
+from ..options import Included, Panel, option, oriented, texture_folder_option
 from ..scene import Scene
 from ..textures import dds, gxt
 from ..toshi import tmd as toshi_tmd
@@ -38,6 +38,7 @@ class ImportOptions(Orientation):
         path=True,
         panel=Panel("Bones"),
     )
+    texture_folder: str = texture_folder_option(panel=Panel("Textures"))
 
 
 @dataclass
@@ -63,8 +64,9 @@ class Package:
     warnings: list[str] = field(default_factory=list)
 
 
-def open_model(path: Path) -> Package:
-    """Read a bare tmd0 or a model CAT, and the texture CAT next to it when there is one.
+def open_model(path: Path, texture_folder: str = "") -> Package:
+    """Read a bare tmd0 or a model CAT, and its texture CAT (next to it, else in ``texture_folder``)
+    when there is one.
 
     The model is named after the package of the CAT's first line; its textures are the resources
     the CAT's name list names, found by name in the texture CAT."""
@@ -76,7 +78,7 @@ def open_model(path: Path) -> Package:
     index = cat.model_index(container, str(path))
     model = tmd0.read(container.payloads[index], str(path), container.payload_offset(index))
     package = Package(model, texture_cat.package_name(container) or path.stem, None, container, index)
-    texture_path = cat.texture_cat_path(path)
+    texture_path = cat.texture_cat_path(path, texture_folder)
     if texture_path is not None:
         package.texture_cat = cat.read(texture_path.read_bytes(), str(texture_path))
         found = texture_cat.resources(package.texture_cat, str(texture_path))
@@ -173,7 +175,7 @@ def load(path: str, options: ImportOptions) -> Scene:
     with open(path, "rb") as f:
         if f.read(len(toshi_tmd.MAGIC)) == toshi_tmd.MAGIC:  # JPOG models share the .tmd extension
             raise FormatError(path, 0, "a Toshi / JPOG model (TMDL), not a Tamsoft tmd0: use its importer")
-    package = open_model(Path(path))
+    package = open_model(Path(path), options.texture_folder)
     names_file = options.names_file
     candidates = read_names(names_file) if names_file else []
     scene = convert.to_scene(

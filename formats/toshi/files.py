@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ExportError, FormatError
-from ..files import files_in, read_bytes, write_files
-from ..options import Included, Panel, animations_option, option, oriented
+from ..files import files_in, read_bytes, search_folders, write_files
+from ..options import Included, Panel, animations_option, option, oriented, texture_folder_option
 from ..scene import Scene
 from . import convert, tkl, tmd, tml
 
@@ -82,6 +82,7 @@ class ImportOptions(Orientation):
         shown_if=("tml_mode", "FILE"),
         panel=LIBRARIES,
     )
+    texture_folder: str = texture_folder_option(shown_if=("tml_mode", "AUTO"), panel=LIBRARIES)
 
 
 @dataclass
@@ -133,25 +134,29 @@ def find_tkl(tmd_path: str, tkl_name: str) -> str | None:
     return files_in(os.path.dirname(tmd_path), ".tkl").get(f"{tkl_name.lower()}.tkl")
 
 
-def find_tml(tmd_path: str, material_names: set[str], corrupt: list[str] | None = None) -> str | None:
-    """A TML with the TMD's stem, else the first TML in the folder defining every material it uses.
+def find_tml(
+    tmd_path: str, material_names: set[str], corrupt: list[str] | None = None, texture_folder: str = ""
+) -> str | None:
+    """A TML with the TMD's stem, else the first TML defining every material it uses: in the TMD's
+    folder, then in ``texture_folder``.
 
-    ``corrupt``: gets "name: problem" of each TML of the folder that could not be read.
+    ``corrupt``: gets "name: problem" of each TML searched that could not be read.
     """
-    tmls = files_in(os.path.dirname(tmd_path), ".tml")
     stem = os.path.splitext(os.path.basename(tmd_path))[0].lower()
-    if f"{stem}.tml" in tmls:
-        return tmls[f"{stem}.tml"]
     wanted = {n.lower() for n in material_names}
-    for path in sorted(tmls.values()):
-        try:
-            names = tml.material_names(read_bytes(path), path)
-        except (OSError, ValueError) as e:
-            if corrupt is not None:
-                corrupt.append(f"{os.path.basename(path)}: {getattr(e, 'problem', e)}")
-            continue
-        if wanted <= {n.lower() for n in names}:
-            return path
+    for folder in search_folders(tmd_path, texture_folder):
+        tmls = files_in(folder, ".tml")
+        if f"{stem}.tml" in tmls:
+            return tmls[f"{stem}.tml"]
+        for path in sorted(tmls.values()):
+            try:
+                names = tml.material_names(read_bytes(path), path)
+            except (OSError, ValueError) as e:
+                if corrupt is not None:
+                    corrupt.append(f"{os.path.basename(path)}: {getattr(e, 'problem', e)}")
+                continue
+            if wanted <= {n.lower() for n in names}:
+                return path
     return None
 
 
@@ -181,7 +186,7 @@ def load(path: str, options: ImportOptions) -> Scene:
         else:
             warnings.append(f"keyframe library {model.tkl_name!r}.tkl not found next to the model")
     corrupt: list[str] = []
-    tml_path = tml_path or find_tml(path, model.material_names(), corrupt)
+    tml_path = tml_path or find_tml(path, model.material_names(), corrupt, options.texture_folder)
     if tml_path:
         try:
             tml_model = tml.read(read_bytes(tml_path), tml_path)

@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass
 
 from ..errors import FormatError
-from ..files import files_in, read_bytes, write_files
-from ..options import Included, Panel, animations_option, option, oriented
+from ..files import find_file, read_bytes, search_folders, write_files
+from ..options import Included, Panel, animations_option, option, oriented, texture_folder_option
 from ..scene import Scene
 from ..textures import gx
 from ..textures import tpl as tpl_format
@@ -43,6 +43,7 @@ class ImportOptions(Orientation):
     tpl_file: str = option(
         "", "TPL File", "The TPL file to use", path=True, shown_if=("tpl_mode", "FILE"), panel=TEXTURES
     )
+    texture_folder: str = texture_folder_option(shown_if=("tpl_mode", "AUTO"), panel=TEXTURES)
 
 
 @dataclass
@@ -62,11 +63,12 @@ class ExportOptions(Orientation, Included):
     )
 
 
-def find_tpl(model_path: str, texture_name: str) -> str | None:
-    """The TPL the header names ("<texture name>-") next to the model, whatever the case of its name."""
+def find_tpl(model_path: str, texture_name: str, texture_folder: str = "") -> str | None:
+    """The TPL the header names ("<texture name>-") next to the model, else in ``texture_folder``,
+    whatever the case of its name."""
     if not texture_name:
         return None
-    return files_in(os.path.dirname(model_path)).get((texture_name + TPL_SUFFIX).lower())
+    return find_file(search_folders(model_path, texture_folder), texture_name + TPL_SUFFIX)
 
 
 def load(path: str, options: ImportOptions) -> Scene:
@@ -81,13 +83,16 @@ def load(path: str, options: ImportOptions) -> Scene:
         )
     model = fmt.read(data, path)
     texture_name = fmt.text(model.header.texture_name)
-    tpl_path = (options.tpl_file if options.tpl_mode == "FILE" else "") or find_tpl(path, texture_name)
+    tpl_path = (options.tpl_file if options.tpl_mode == "FILE" else "") or find_tpl(
+        path, texture_name, options.texture_folder
+    )
     tpl = None
     warnings = []
     if tpl_path:
         tpl = tpl_format.read(read_bytes(tpl_path), tpl_path)
     else:
-        warnings.append(f"texture file {texture_name + TPL_SUFFIX!r} not found next to the model")
+        where = "next to the model" + (" or in the Texture Folder" if options.texture_folder else "")
+        warnings.append(f"texture file {texture_name + TPL_SUFFIX!r} not found {where}")
     scene = convert.to_scene(model, tpl, axis=options.axis(), filename=path)
     scene.warnings[:0] = warnings
     return scene

@@ -31,7 +31,7 @@ def test_each_option_is_a_property_with_its_default(addon, family, operation):
         if not isinstance(shown.choices, str):  # choices listed at run time have no fixed default
             assert prop.default == field.default, field.name
         if shown.path:
-            assert prop.subtype == "FILE_PATH"
+            assert prop.subtype == ("DIR_PATH" if shown.folder else "FILE_PATH")
     assert getattr(
         bpy.types, operation.idname.split(".")[0].upper() + "_OT_" + operation.idname.split(".")[1]
     )
@@ -99,6 +99,7 @@ def test_options_are_drawn_in_their_panels():
         ("RETRO_toshi_import_libraries", "open"),
         ("RETRO_toshi_import_libraries", "tkl_mode"),
         ("RETRO_toshi_import_libraries", "tml_mode"),
+        ("RETRO_toshi_import_libraries", "texture_folder"),  # shown while the TML is found automatically
         ("RETRO_toshi_import_transform", "closed"),
         ("RETRO_toshi_import_transform", "global_scale"),
         ("RETRO_toshi_import_transform", "axis_forward"),

@@ -1,7 +1,7 @@
 """Writing a family's files all or none, and finding files whatever the case of their names."""
 
 import pytest
-from retro_models.formats.files import files_in, write_files
+from retro_models.formats.files import files_in, find_file, search_folders, write_files
 
 
 def test_every_file_or_none(tmp_path):
@@ -31,3 +31,15 @@ def test_files_in_ignores_case(tmp_path):
     assert files_in(str(tmp_path), ".tkl") == {"demo.tkl": str(tmp_path / "Demo.TKL")}
     assert set(files_in(str(tmp_path))) == {"demo.tkl", "demo.tml", "notes.txt"}
     assert files_in(str(tmp_path / "absent"), ".tkl") == {}
+
+
+def test_a_model_s_folder_is_searched_before_the_texture_folder(tmp_path):
+    models, textures = tmp_path / "models", tmp_path / "textures"
+    models.mkdir(), textures.mkdir()
+    (textures / "Both-").write_bytes(b""), (textures / "ONLY_THERE-").write_bytes(b"")
+    (models / "both-").write_bytes(b"")
+    folders = search_folders(str(models / "c_test"), str(textures))
+    assert folders == [str(models), str(textures)]
+    assert find_file(folders, "BOTH-") == str(models / "both-")
+    assert find_file(folders, "only_there-") == str(textures / "ONLY_THERE-")
+    assert find_file(search_folders(str(models / "c_test")), "only_there-") is None
