@@ -62,6 +62,7 @@ def scene_animation(
         frame_start=anim.start,
         frame_end=anim.end,
         loop=anim.loop,
+        hold_start=True,
         skeleton=0 if scene.skeletons else None,
         extras=extras,
     )

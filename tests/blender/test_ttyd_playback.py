@@ -25,21 +25,37 @@ from ttyd_support import (
     set_frame,
     shown_image,
     tpl_bytes,
+    walk_keyed_at,
 )
 
 # Inside each animation's keyed range (walk: keys at 0 and 10; idle: 0 and 6), sub-frames included.
 WALK_FRAMES = (0.0, 2.5, 5.0, 7.5, 9.5)
 IDLE_FRAMES = (0.0, 1.5, 3.0, 4.5, 5.5)
+# Walk loops over 0…20: before 0 the game holds the start, at 20, 40, … it shows the start again.
+# (F-curves cannot step: a curve that moves up to the end holds its value over the last 0.02 frames
+# before each end, which these frames leave out.)
+LOOP_FRAMES = (-1.0, -0.5, 0.0, 0.25, 19.75, 20.0, 20.5, 39.75, 40.0, 45.5)
+
+
+def import_model(files, data: bytes):
+    (files / "c_test").write_bytes(data)
+    (files / "c_test_tex-").write_bytes(tpl_bytes())
+    assert bpy.ops.import_scene.ttyd_model(filepath=str(files / "c_test")) == {"FINISHED"}
+    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    return files, fmt.read(data), armature, bpy.data.objects["body"]
 
 
 @pytest.fixture
 def imported(empty_scene, tmp_path):
-    (tmp_path / "c_test").write_bytes(model_bytes())
-    (tmp_path / "c_test_tex-").write_bytes(tpl_bytes())
-    assert bpy.ops.import_scene.ttyd_model(filepath=str(tmp_path / "c_test")) == {"FINISHED"}
-    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
-    model = fmt.read((tmp_path / "c_test").read_bytes())
-    return tmp_path, model, armature, bpy.data.objects["body"]
+    return import_model(tmp_path, model_bytes())
+
+
+def export(files, armature) -> bytes:
+    out = files / "out"
+    out.mkdir(exist_ok=True)
+    bpy.context.view_layer.objects.active = armature
+    assert bpy.ops.export_scene.ttyd_model(filepath=str(out / "c_test")) == {"FINISHED"}
+    return (out / "c_test").read_bytes()
 
 
 def test_walk_plays_as_the_game_draws_it(imported):
@@ -52,6 +68,15 @@ def test_walk_plays_as_the_game_draws_it(imported):
     before = shown_image(tree)
     set_frame(10)
     assert shown_image(tree) != before
+
+
+# Keyframes at 0 and 10: the pose of 10 holds up to the end; at 0 and 20: it moves right up to the end.
+@pytest.mark.parametrize("times", [(0.0, 10.0), (0.0, 20.0)])
+def test_loop_ends_play_as_the_game(empty_scene, tmp_path, times):
+    files, model, armature, body = import_model(tmp_path, walk_keyed_at(times))
+    assert model.animations[0].data.loop
+    assert_plays(model, 0, armature, body, LOOP_FRAMES)
+    assert export(files, armature) == (files / "c_test").read_bytes()
 
 
 def test_switching_animation_switches_every_action(imported):
@@ -73,11 +98,7 @@ def test_switching_animation_switches_every_action(imported):
 
 def test_unchanged_model_exports_byte_identical(imported):
     files, _, armature, _ = imported
-    out = files / "out"
-    out.mkdir()
-    bpy.context.view_layer.objects.active = armature
-    assert bpy.ops.export_scene.ttyd_model(filepath=str(out / "c_test")) == {"FINISHED"}
-    assert (out / "c_test").read_bytes() == (files / "c_test").read_bytes()
+    assert export(files, armature) == (files / "c_test").read_bytes()
 
 
 def test_edited_texture_transform_exports_the_game_values(imported):
