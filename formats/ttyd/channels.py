@@ -134,9 +134,9 @@ def _node_channels(model, scene, evaluator, axis, parents, bone_of) -> list[Chan
     _, index, _ = fmt.running_indices(anim.keyframes, "node", anim.node_deltas["step"])
     touched = np.zeros(len(model.node_floats), bool)
     touched[index] = True
-    if not touched.any() or not scene.skeletons:
+    if not scene.skeletons:
         return []
-    bones = scene.skeletons[0].bone_names
+    bones, bone_extras = scene.skeletons[0].bone_names, scene.skeletons[0].bone_extras
     channels, baked = [], []
     for g, group in enumerate(model.groups):
         node = int(group["node"])
@@ -145,12 +145,13 @@ def _node_channels(model, scene, evaluator, axis, parents, bone_of) -> list[Chan
         if parent >= 0 and group["compensate"]:
             parent_node = int(model.groups["node"][parent])
             moved = moved or touched[parent_node + 3 : parent_node + 6].any()
-        if not moved:
-            continue
-        if _node_direct(model, evaluator, g, parents, touched):
+        direct = moved and _node_direct(model, evaluator, g, parents, touched)
+        if direct:
             channels += _direct_channels(model, evaluator, node, touched, bones[bone_of[g]])
-        else:
+        elif moved:
             baked.append(g)
+        if not (moved and not direct) and bone_extras[bone_of[g]].get("scale_in_pose"):
+            channels += _held_scale(model, evaluator, node, touched, bones[bone_of[g]])
     if baked:
         channels += _baked_channels(model, evaluator, baked, axis, parents, bones, bone_of)
     return channels
@@ -205,6 +206,27 @@ def _direct_channels(model, evaluator, node, touched, bone) -> list[Channel]:
                 index=c,
             )
             channels.append(_with_origin(channel, evaluator.anim, np.array([f])))
+    return channels
+
+
+def _held_scale(model, evaluator, node, touched, bone) -> list[Channel]:
+    """One key of each scale component the animation does not move (``skeleton.scale_in_pose``: the
+    rest does not show it)."""
+    channels = []
+    for c in np.flatnonzero(~touched[node + 3 : node + 6]):
+        f = node + 3 + int(c)
+        value = np.array([[float(model.node_floats[f])]])
+        channel = Channel(
+            "bone",
+            bone,
+            "scale",
+            np.array([evaluator.anim.start]),
+            value,
+            "CONSTANT",
+            extras={"node_float": f},
+            index=int(c),
+        )
+        channels.append(_with_origin(channel, evaluator.anim, np.array([f])))
     return channels
 
 

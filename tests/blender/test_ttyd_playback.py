@@ -22,6 +22,7 @@ from ttyd_support import (
     TEXTURE_SCALE,
     assert_plays,
     model_bytes,
+    scaled_arm_bytes,
     set_frame,
     shown_image,
     tpl_bytes,
@@ -76,6 +77,15 @@ def test_loop_ends_play_as_the_game(empty_scene, tmp_path, times):
     files, model, armature, body = import_model(tmp_path, walk_keyed_at(times))
     assert model.animations[0].data.loop
     assert_plays(model, 0, armature, body, LOOP_FRAMES)
+    assert export(files, armature) == (files / "c_test").read_bytes()
+
+
+def test_children_of_an_uneven_scale_play_as_the_game(empty_scene, tmp_path):
+    files, model, armature, body = import_model(tmp_path, scaled_arm_bytes())
+    assert props.get_extras(armature.data.bones["arm"])["scale_in_pose"]
+    assert_plays(model, 0, armature, body, WALK_FRAMES + LOOP_FRAMES)
+    use_animation(armature, props.to_python(armature.data[props.ANIMATIONS])[1])
+    assert_plays(model, 1, armature, body, IDLE_FRAMES + (-0.5, 12.0, 12.25))
     assert export(files, armature) == (files / "c_test").read_bytes()
 
 

@@ -12,9 +12,11 @@ from retro_models.formats.textures import tpl as tpl_format
 from retro_models.formats.ttyd import convert
 from retro_models.formats.ttyd import model as fmt
 from retro_models.formats.ttyd.evaluate import Evaluator, texcoord_matrix, world_matrices
+from retro_models.formats.ttyd.skeleton import append_group
 from retro_models.operators.blender import props
 
 ROOT_NODE, BODY_NODE = 0, 24
+ARM_SCALE = (1.5, 0.5, 1.0)
 TEXTURE_SCALE, TEXTURE_ROTATE = (2.0, 0.5), 30.0
 TOLERANCE = 1e-4
 
@@ -37,6 +39,20 @@ def walk_keyed_at(times) -> bytes:
     """``model_bytes`` with walk's two keyframes at ``times`` (walk loops over 0…20)."""
     model = fmt.read(model_bytes())
     model.animations[0].data.keyframes["time"] = times
+    return fmt.write(model)
+
+
+def scaled_arm_bytes() -> bytes:
+    """``model_bytes`` with a group "arm" between the root and the body: an uneven scale (1.5, 0.5, 1),
+    turned 30° about Z, above the body that both animations move (its turn about X in the arm's scaled
+    frame shears)."""
+    model = fmt.read(model_bytes())
+    arm = append_group(model, "arm", len(model.groups) - 1, visibility=1)
+    groups, root, body = model.groups, len(model.groups) - 1, 0
+    groups["child"][root], groups["next"][arm], groups["child"][arm], groups["next"][body] = arm, -1, body, -1
+    node = int(groups["node"][arm])
+    model.node_floats[node : node + 12] = (0.25, 0.5, 0.0, *ARM_SCALE, 0.0, 0.0, 0.0, 0.0, 0.0, 30.0)
+    model.node_floats[BODY_NODE + 3 : BODY_NODE + 6] = 1.0
     return fmt.write(model)
 
 
