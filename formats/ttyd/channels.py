@@ -1,5 +1,8 @@
 """A file animation → scene channels and shape keys (fps 60, one animation per entry).
 
+Animations hold their start before it and, looping, show it again at every end
+(``Animation.hold_start``), as the game's clock clamps and wraps.
+
 - node floats → bone channels. When a node has no centres, no compensation, and uses only
   one of its two rotations, each animated float is its own channel component (``index``)
   with Bézier handles a third of each segment away along the game's tangents, which
@@ -7,7 +10,9 @@
   conversion) the local matrices are baked at every frame and keyframe time into
   ``location``, ``rotation_quaternion`` and ``scale``, Bézier with handles along the game's
   slopes on either side of each key (so sub-frames follow the game too); a looping animation's
-  key at its end holds the pose before the seam rather than blending back to the start.
+  key at its end holds the pose before the seam rather than blending back to the start. A group
+  whose scale rides in the pose (``skeleton.scale_in_pose``) gets one key of every scale component
+  the animation does not move (``_held_scale``).
 - position deltas → one shape key per keyframe ("<animation>.<keyframe>", relative to the
   basis) with a LINEAR weight 0 → 1 over that keyframe's segment (CONSTANT for the first
   keyframe).

@@ -1,7 +1,7 @@
 """TTYD models (and their TPL) ⇄ the neutral Scene.
 
 Groups → one Skeleton (``skeleton``): each group is a bone whose rest is the group's world
-matrix from the node floats. A skeleton rather than an object hierarchy: the Scene has no
+matrix from the node floats (without an uneven scale that rides in the pose: ``scene_world``). A skeleton rather than an object hierarchy: the Scene has no
 object parenting, one armature keeps the whole tree, its names and order in one place, and
 every node animation of a file animation lands in one action. Shapes → meshes rigidly
 skinned to the bone of the group that draws them (``meshes``); subshapes → materials

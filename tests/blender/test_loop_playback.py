@@ -7,7 +7,9 @@ builder cuts the keys to the range and holds the first and last values up to the
 (``curves.loop_keys``), and the extractor takes that off again (``curves.unloop_rows``).
 
 At end + k·period exactly Blender shows the held last value where a repeating game shows the start
-(as for keys that end on the end), so the wrapped frames checked here avoid those instants.
+(as for keys that end on the end), so the wrapped frames checked here avoid those instants, except
+for animations that hold their start (``Animation.hold_start``, TTYD): their key at the end shows
+the start, and nothing repeats before the start.
 """
 
 import bpy
