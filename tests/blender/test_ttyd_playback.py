@@ -14,7 +14,7 @@ import ttyd_fixtures as F
 from retro_models.formats.ttyd import convert
 from retro_models.formats.ttyd import model as fmt
 from retro_models.operators.animation import use_animation
-from retro_models.operators.blender import props
+from retro_models.operators.blender import compat, props
 from retro_models.operators.blender.records import read_record
 from ttyd_support import (
     BODY_NODE,
@@ -71,10 +71,15 @@ def test_walk_plays_as_the_game_draws_it(imported):
     assert shown_image(tree) != before
 
 
-# Keyframes at 0 and 10: the pose of 10 holds up to the end; at 0 and 20: it moves right up to the end.
-@pytest.mark.parametrize("times", [(0.0, 10.0), (0.0, 20.0)])
-def test_loop_ends_play_as_the_game(empty_scene, tmp_path, times):
-    files, model, armature, body = import_model(tmp_path, walk_keyed_at(times))
+# Keyframes at 0 and 10: the pose of 10 holds up to the end; at 0 and 20: it moves right up to the end,
+# through per-component curves or (with both rotations on the body) baked ones.
+@pytest.mark.parametrize("times, rotation_a", [((0.0, 10.0), 0.0), ((0.0, 20.0), 0.0), ((0.0, 20.0), 5.0)])
+def test_loop_ends_play_as_the_game(empty_scene, tmp_path, times, rotation_a):
+    model = fmt.read(walk_keyed_at(times))
+    model.node_floats[BODY_NODE + 6] = rotation_a
+    files, model, armature, body = import_model(tmp_path, fmt.write(model))
+    paths = {fc.data_path for fc in compat.action_fcurves(armature.animation_data.action)}
+    assert ('pose.bones["body"].rotation_quaternion' in paths) == bool(rotation_a)  # baked
     assert model.animations[0].data.loop
     assert_plays(model, 0, armature, body, LOOP_FRAMES)
     assert export(files, armature) == (files / "c_test").read_bytes()
