@@ -12,7 +12,8 @@ Animations hold their start before it and, looping, show it again at every end
   slopes on either side of each key (so sub-frames follow the game too); a looping animation's
   key at its end holds the pose before the seam rather than blending back to the start. A group
   whose scale rides in the pose (``skeleton.scale_in_pose``) gets one key of every scale component
-  the animation does not move (``_held_scale``).
+  the animation does not move (``_held_scale``); a group that compensates its parent's uneven scale
+  is baked in the frames Blender poses it in (``skeleton.compensated_frames``).
 - position deltas → one shape key per keyframe ("<animation>.<keyframe>", relative to the
   basis) with a LINEAR weight 0 → 1 over that keyframe's segment (CONSTANT for the first
   keyframe).
@@ -39,9 +40,9 @@ from . import model as fmt
 from .evaluate import FPS, Evaluator, node_matrix
 from .images import texture_image
 from .materials import mapping_location
-from .matrices import apply, decompose
+from .matrices import apply, decompose, inverse
 from .model import NODE_FLOATS, AnimationData
-from .skeleton import chain, shape_matrix
+from .skeleton import chain, compensated_frames, shape_matrix
 from .tables import animation_extras
 
 ROTATION_A, ROTATION_B = slice(6, 9), slice(9, 12)
@@ -75,7 +76,7 @@ def scene_animation(
         return result, []
     evaluator = Evaluator(model, anim, filename, fmt.animation_offset(model, a))
     shape_keys, channels = _shape_keys(model, scene, evaluator, name, axis, world)
-    result.channels += _node_channels(model, scene, evaluator, axis, parents, bone_of)
+    result.channels += _node_channels(model, scene, evaluator, axis, world, parents, bone_of)
     result.channels += channels
     result.channels += _texture_channels(model, scene, evaluator, image_of)
     result.channels += _visibility_channels(model, scene, evaluator, parents)
@@ -134,7 +135,7 @@ def _node_direct(model, evaluator, g, parents, touched) -> bool:
     )
 
 
-def _node_channels(model, scene, evaluator, axis, parents, bone_of) -> list[Channel]:
+def _node_channels(model, scene, evaluator, axis, world, parents, bone_of) -> list[Channel]:
     anim = evaluator.anim
     _, index, _ = fmt.running_indices(anim.keyframes, "node", anim.node_deltas["step"])
     touched = np.zeros(len(model.node_floats), bool)
@@ -158,7 +159,7 @@ def _node_channels(model, scene, evaluator, axis, parents, bone_of) -> list[Chan
         if not (moved and not direct) and bone_extras[bone_of[g]].get("scale_in_pose"):
             channels += _held_scale(model, evaluator, node, touched, bones[bone_of[g]])
     if baked:
-        channels += _baked_channels(model, evaluator, baked, axis, parents, bones, bone_of)
+        channels += _baked_channels(model, evaluator, baked, axis, world, parents, bones, bone_of)
     return channels
 
 
@@ -254,9 +255,10 @@ def _held(anim: AnimationData, times: np.ndarray) -> np.ndarray:
     return times
 
 
-def _baked_channels(model, evaluator, groups, axis, parents, bones, bone_of) -> list[Channel]:
+def _baked_channels(model, evaluator, groups, axis, world, parents, bones, bone_of) -> list[Channel]:
     """Every frame's decomposed local matrix, with Bézier handles along the game's one-sided slopes at
-    each key, so that Blender follows the Hermite curves between frames too."""
+    each key, so that Blender follows the Hermite curves between frames too (in the frames of
+    ``compensated_frames`` for a group that compensates an uneven scale)."""
     anim = evaluator.anim
     times = bake_times(anim, evaluator.times)
     lengths = np.diff(times)
@@ -266,8 +268,9 @@ def _baked_channels(model, evaluator, groups, axis, parents, bones, bone_of) -> 
     channels = []
     for g in groups:
         node = int(model.groups["node"][g])
+        frames = compensated_frames(model, axis, world, parents, g)
 
-        def transforms(at, node=node, g=g):
+        def transforms(at, node=node, g=g, frames=frames):
             at = _held(anim, at)
             floats = evaluator.node_floats(at, np.arange(node, node + NODE_FLOATS))
             parent_scale = None
@@ -278,6 +281,8 @@ def _baked_channels(model, evaluator, groups, axis, parents, bones, bone_of) -> 
                 matrices = node_matrix(floats, parent_scale)
             if parents[g] < 0:
                 matrices = axis @ matrices
+            if frames is not None:
+                matrices = frames[0] @ matrices @ inverse(frames[1])
             return decompose(matrices)
 
         here, earlier, later = transforms(times), transforms(times - eps), transforms(times + eps)

@@ -60,7 +60,8 @@ def scene_skeleton(model, name, parents, order, bone_of, rest, freed) -> Skeleto
 
 
 def scale_in_pose(model: Model, parents: np.ndarray) -> np.ndarray:
-    """(G,) bool: groups with an uneven scale and a descendant that an animation moves."""
+    """(G,) bool: groups with an uneven scale that reaches a descendant an animation moves (a child
+    that compensates its parent's scale stops it: ``compensated_frames``)."""
     groups = model.groups
     scale = model.node_floats[groups["node"].astype(np.int64)[:, None] + np.arange(3, 6)]
     size = np.maximum(1.0, np.abs(scale).max(axis=1, initial=0.0))
@@ -72,10 +73,40 @@ def scale_in_pose(model: Model, parents: np.ndarray) -> np.ndarray:
             _, index, _ = fmt.running_indices(anim.keyframes, "node", anim.node_deltas["step"])
             moved_floats[np.minimum(index, len(model.node_floats))] = True
     moved = moved_floats[groups["node"].astype(np.int64)[:, None] + np.arange(NODE_FLOATS)].any(axis=1)
-    above_moved = np.zeros(len(groups), bool)
+    reaches_moved = np.zeros(len(groups), bool)
     for g in np.flatnonzero(moved):  # few groups; each walk is one chain
-        above_moved[chain(parents, int(parents[g]))] = True
-    return uneven & above_moved
+        path = chain(parents, int(g))
+        for child, parent in zip(path[:-1], path[1:], strict=True):
+            reaches_moved[parent] |= groups["compensate"][child] == 0
+    return uneven & reaches_moved
+
+
+def rest_scale(rest: np.ndarray) -> np.ndarray:
+    """(4, 4) K of a rest matrix R·K, R its rotation (the polar factor, where Blender's bone stands)."""
+    u, _, vt = np.linalg.svd(rest[:3, :3])
+    if np.linalg.det(u @ vt) < 0:
+        u[:, 2] *= -1
+    k = np.eye(4)
+    k[:3, :3] = (u @ vt).T @ rest[:3, :3]
+    return k
+
+
+def compensated_frames(model: Model, axis, world, parents, g: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(Kₚ, K) of group ``g`` when it compensates an uneven rest scale of its parent, else None.
+
+    Blender poses the parent without its rest scale Kₚ (its bone cannot hold one) and, under an
+    uneven Kₚ, takes the child's channel relative to that pose; the compensated local has no shear,
+    so the channel Kₚ · local · K⁻¹ (K: the child's own rest scale) plays exactly.
+    """
+    parent = int(parents[g])
+    if parent < 0 or not model.groups["compensate"][g]:
+        return None
+    kp = rest_scale(axis @ world[parent])[:3, :3]
+    diagonal = np.diagonal(kp)
+    size = max(1.0, float(np.abs(diagonal).max()))
+    if np.abs(kp - np.diag(diagonal)).max() <= 1e-6 * size and np.ptp(diagonal) <= 1e-6 * size:
+        return None  # even: the channel maps as it is
+    return rest_scale(axis @ world[parent]), rest_scale(axis @ world[g])
 
 
 def scene_world(model: Model, parents: np.ndarray, freed: np.ndarray) -> np.ndarray:

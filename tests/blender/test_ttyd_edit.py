@@ -118,6 +118,31 @@ def test_edited_child_of_an_uneven_scale_exports_what_blender_plays(empty_scene,
     np.testing.assert_allclose(np.array(played), np.array(game), atol=TOLERANCE)
 
 
+def test_edited_compensating_child_of_an_uneven_scale_exports_what_blender_plays(empty_scene, tmp_path):
+    """The body compensates the arm's uneven scale (``scaled_arm_bytes``); its baked location, moved
+    0.25 along its pose Y, plays in the game as in Blender within the file's 1/16 steps (× the arm's
+    scale 1.5 on the three axes)."""
+    files, armature, body = import_model(tmp_path, scaled_arm_bytes(compensate=True))
+    location = [
+        fc
+        for fc in compat.action_fcurves(armature.animation_data.action)
+        if fc.data_path == 'pose.bones["body"].location'
+    ]
+    assert len(location) == 3  # baked: every component
+    for key in location[1].keyframe_points:
+        for point in (key.co, key.handle_left, key.handle_right):
+            point.y += 0.25
+    location[1].update()
+    frames = np.arange(0.0, 10.0, 0.5)  # the body hides at 10
+    played = []
+    for frame in frames:
+        set_frame(frame)
+        played.append(evaluated_positions(body))
+    written = fmt.read(export(files, armature).read_bytes())
+    game = np.array(game_positions(written, 0, frames))
+    assert np.abs(np.array(played) - game).max() < 1.5 * np.sqrt(3) / 32
+
+
 def test_new_action_exports_and_plays_as_keyed(imported):
     files, armature, body = imported
     # The game plays one animation: nothing but the new action may move the body in Blender.

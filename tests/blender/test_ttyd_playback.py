@@ -85,9 +85,12 @@ def test_loop_ends_play_as_the_game(empty_scene, tmp_path, times, rotation_a):
     assert export(files, armature) == (files / "c_test").read_bytes()
 
 
-def test_children_of_an_uneven_scale_play_as_the_game(empty_scene, tmp_path):
-    files, model, armature, body = import_model(tmp_path, scaled_arm_bytes())
-    assert props.get_extras(armature.data.bones["arm"])["scale_in_pose"]
+# The body inherits the arm's uneven scale (the arm's scale rides in the pose), or compensates it
+# (its channels are taken relative to the arm's pose without the scale).
+@pytest.mark.parametrize("compensate", [False, True])
+def test_children_of_an_uneven_scale_play_as_the_game(empty_scene, tmp_path, compensate):
+    files, model, armature, body = import_model(tmp_path, scaled_arm_bytes(compensate))
+    assert props.get_extras(armature.data.bones["arm"]).get("scale_in_pose", False) != compensate
     assert_plays(model, 0, armature, body, WALK_FRAMES + LOOP_FRAMES)
     use_animation(armature, props.to_python(armature.data[props.ANIMATIONS])[1])
     assert_plays(model, 1, armature, body, IDLE_FRAMES + (-0.5, 12.0, 12.25))

@@ -42,10 +42,10 @@ def walk_keyed_at(times) -> bytes:
     return fmt.write(model)
 
 
-def scaled_arm_bytes() -> bytes:
+def scaled_arm_bytes(compensate: bool = False) -> bytes:
     """``model_bytes`` with a group "arm" between the root and the body: an uneven scale (1.5, 0.5, 1),
     turned 30° about Z, above the body that both animations move (its turn about X in the arm's scaled
-    frame shears)."""
+    frame shears, unless the body ``compensate``s the arm's scale)."""
     model = fmt.read(model_bytes())
     arm = append_group(model, "arm", len(model.groups) - 1, visibility=1)
     groups, root, body = model.groups, len(model.groups) - 1, 0
@@ -53,6 +53,7 @@ def scaled_arm_bytes() -> bytes:
     node = int(groups["node"][arm])
     model.node_floats[node : node + 12] = (0.25, 0.5, 0.0, *ARM_SCALE, 0.0, 0.0, 0.0, 0.0, 0.0, 30.0)
     model.node_floats[BODY_NODE + 3 : BODY_NODE + 6] = 1.0
+    groups["compensate"][body] = compensate
     return fmt.write(model)
 
 
