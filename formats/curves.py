@@ -498,7 +498,9 @@ def split_bezier(p0, p1, p2, p3, frame):
     return a, d, d + t * (e - d), e, c
 
 
-def loop_keys(times, values, interpolation, handles_left, handles_right, start, end, min_gap):
+def loop_keys(
+    times, values, interpolation, handles_left, handles_right, start, end, min_gap, start_at_end=False
+):
     """Keys (K,), (K, C) [, handles (K, C, 2)] for F-curves whose Cycles modifier repeats [start, end].
 
     The modifier repeats the keyed range; the game repeats end − start and clamps inside it. So keys
@@ -507,6 +509,11 @@ def loop_keys(times, values, interpolation, handles_left, handles_right, start, 
     (first) value through a CONSTANT segment. A bound closer than ``min_gap`` to a key (F-curves merge
     such keys) is left to that key. Returns (times, values, interpolation per key, handles_left,
     handles_right, sides): ``sides`` says what changed at "start" and "end", for ``unloop_rows``.
+
+    ``start_at_end``: the game shows the start again at the end (time wraps at end, not after it),
+    where the modifier shows the last key. So the key at the end takes the start's value; a curve that
+    still moves up to the end is cut ``min_gap`` before it, held from there (the nearest F-curves come
+    to a step at the end).
     """
     keys = _Keys(times, values, interpolation, handles_left, handles_right)
     sides: dict = {}
@@ -547,14 +554,45 @@ def loop_keys(times, values, interpolation, handles_left, handles_right, start, 
                 keys.take(slice(0, last))
                 written = 1
             sides["end"] = {"original": original, "written": keys.rows(slice(-written, None))}
+        if start_at_end and not np.array_equal(keys.values[-1], keys.values[0]):
+            _start_at_end(keys, sides, end, min_gap)
     return keys.times, keys.values, keys.modes, keys.left, keys.right, sides
+
+
+def _start_at_end(keys: _Keys, sides: dict, end: float, min_gap: float) -> None:
+    """The last key (at ``end``) showing the first key's value, the curve before it held (``loop_keys``);
+    ``sides["end"]`` extended to the keys this touches."""
+    change = sides.get("end", {})
+    held = change.get("held", False)  # held from the last key already: the key at the end is new
+    if not held:
+        last = len(keys.times) - 1  # loop_keys leaves two keys at least
+        written = len(change["written"][0]) if change else 0
+        extra = max(2 - written, 0)  # the last key and the one before, whose segment is held
+        before = keys.rows(slice(last + 1 - written - extra, last + 1 - written))
+        original = [b + o for b, o in zip(before, change["original"], strict=True)] if change else before
+        cut = end - min_gap
+        if keys.modes[last - 1] != "CONSTANT" and keys.times[last - 1] <= cut - min_gap:
+            value, key_left, key_right = keys.cut(last, cut)
+            keys.insert(last, cut, value, "CONSTANT", key_left, key_right)
+            written += 1
+        else:  # already held, or no room for a key: the key before holds
+            keys.modes[last - 1] = "CONSTANT"
+        written += extra
+    step = keys.values[0] - keys.values[-1]
+    keys.values[-1] = keys.values[0]
+    if keys.bezier:  # the handles go with their key
+        keys.left[-1, ..., 1] += step
+        keys.right[-1, ..., 1] += step
+    if not held:
+        sides["end"] = {"original": original, "written": keys.rows(slice(-written, None))}
 
 
 class _Keys:
     """One channel's keys being cut for ``loop_keys``."""
 
     def __init__(self, times, values, interpolation, handles_left, handles_right):
-        self.times, self.values = np.asarray(times, np.float64), np.asarray(values, np.float64)
+        self.times = np.asarray(times, np.float64)
+        self.values = np.array(values, np.float64)  # a copy: _start_at_end sets values in place
         self.interpolation = interpolation
         self.bezier = interpolation == "BEZIER" and handles_left is not None and handles_right is not None
         self.left = np.array(handles_left, np.float64) if self.bezier else None

@@ -246,6 +246,10 @@ class Animation:
     frame_start: float = 0.0
     frame_end: float = 0.0
     loop: bool = False
+    # Looping as a game that wraps time at the end and clamps it before the start (TTYD): the start
+    # shows before the start and at every end; else as Blender's Cycles (repeats before the start, the
+    # last key at each end).
+    hold_start: bool = False
     skeleton: int | None = None  # the skeleton bone channels address
     extras: Extras = field(default_factory=dict)
 

@@ -1,5 +1,8 @@
 """A file animation → scene channels and shape keys (fps 60, one animation per entry).
 
+Animations hold their start before it and, looping, show it again at every end
+(``Animation.hold_start``), as the game's clock clamps and wraps.
+
 - node floats → bone channels. When a node has no centres, no compensation, and uses only
   one of its two rotations, each animated float is its own channel component (``index``)
   with Bézier handles a third of each segment away along the game's tangents, which
@@ -7,7 +10,10 @@
   conversion) the local matrices are baked at every frame and keyframe time into
   ``location``, ``rotation_quaternion`` and ``scale``, Bézier with handles along the game's
   slopes on either side of each key (so sub-frames follow the game too); a looping animation's
-  key at its end holds the pose before the seam rather than blending back to the start.
+  key at its end holds the pose before the seam rather than blending back to the start. A group
+  whose scale rides in the pose (``skeleton.scale_in_pose``) gets one key of every scale component
+  the animation does not move (``_held_scale``); a group that compensates its parent's uneven scale
+  is baked in the frames Blender poses it in (``skeleton.compensated_frames``).
 - position deltas → one shape key per keyframe ("<animation>.<keyframe>", relative to the
   basis) with a LINEAR weight 0 → 1 over that keyframe's segment (CONSTANT for the first
   keyframe).
@@ -34,9 +40,9 @@ from . import model as fmt
 from .evaluate import FPS, Evaluator, node_matrix
 from .images import texture_image
 from .materials import mapping_location
-from .matrices import apply, decompose
+from .matrices import apply, decompose, inverse
 from .model import NODE_FLOATS, AnimationData
-from .skeleton import chain, shape_matrix
+from .skeleton import chain, compensated_frames, shape_matrix
 from .tables import animation_extras
 
 ROTATION_A, ROTATION_B = slice(6, 9), slice(9, 12)
@@ -62,6 +68,7 @@ def scene_animation(
         frame_start=anim.start,
         frame_end=anim.end,
         loop=anim.loop,
+        hold_start=True,
         skeleton=0 if scene.skeletons else None,
         extras=extras,
     )
@@ -69,7 +76,7 @@ def scene_animation(
         return result, []
     evaluator = Evaluator(model, anim, filename, fmt.animation_offset(model, a))
     shape_keys, channels = _shape_keys(model, scene, evaluator, name, axis, world)
-    result.channels += _node_channels(model, scene, evaluator, axis, parents, bone_of)
+    result.channels += _node_channels(model, scene, evaluator, axis, world, parents, bone_of)
     result.channels += channels
     result.channels += _texture_channels(model, scene, evaluator, image_of)
     result.channels += _visibility_channels(model, scene, evaluator, parents)
@@ -128,14 +135,14 @@ def _node_direct(model, evaluator, g, parents, touched) -> bool:
     )
 
 
-def _node_channels(model, scene, evaluator, axis, parents, bone_of) -> list[Channel]:
+def _node_channels(model, scene, evaluator, axis, world, parents, bone_of) -> list[Channel]:
     anim = evaluator.anim
     _, index, _ = fmt.running_indices(anim.keyframes, "node", anim.node_deltas["step"])
     touched = np.zeros(len(model.node_floats), bool)
     touched[index] = True
-    if not touched.any() or not scene.skeletons:
+    if not scene.skeletons:
         return []
-    bones = scene.skeletons[0].bone_names
+    bones, bone_extras = scene.skeletons[0].bone_names, scene.skeletons[0].bone_extras
     channels, baked = [], []
     for g, group in enumerate(model.groups):
         node = int(group["node"])
@@ -144,14 +151,15 @@ def _node_channels(model, scene, evaluator, axis, parents, bone_of) -> list[Chan
         if parent >= 0 and group["compensate"]:
             parent_node = int(model.groups["node"][parent])
             moved = moved or touched[parent_node + 3 : parent_node + 6].any()
-        if not moved:
-            continue
-        if _node_direct(model, evaluator, g, parents, touched):
+        direct = moved and _node_direct(model, evaluator, g, parents, touched)
+        if direct:
             channels += _direct_channels(model, evaluator, node, touched, bones[bone_of[g]])
-        else:
+        elif moved:
             baked.append(g)
+        if not (moved and not direct) and bone_extras[bone_of[g]].get("scale_in_pose"):
+            channels += _held_scale(model, evaluator, node, touched, bones[bone_of[g]])
     if baked:
-        channels += _baked_channels(model, evaluator, baked, axis, parents, bones, bone_of)
+        channels += _baked_channels(model, evaluator, baked, axis, world, parents, bones, bone_of)
     return channels
 
 
@@ -207,6 +215,27 @@ def _direct_channels(model, evaluator, node, touched, bone) -> list[Channel]:
     return channels
 
 
+def _held_scale(model, evaluator, node, touched, bone) -> list[Channel]:
+    """One key of each scale component the animation does not move (``skeleton.scale_in_pose``: the
+    rest does not show it)."""
+    channels = []
+    for c in np.flatnonzero(~touched[node + 3 : node + 6]):
+        f = node + 3 + int(c)
+        value = np.array([[float(model.node_floats[f])]])
+        channel = Channel(
+            "bone",
+            bone,
+            "scale",
+            np.array([evaluator.anim.start]),
+            value,
+            "CONSTANT",
+            extras={"node_float": f},
+            index=int(c),
+        )
+        channels.append(_with_origin(channel, evaluator.anim, np.array([f])))
+    return channels
+
+
 def bake_times(anim: AnimationData, keyframe_times: np.ndarray) -> np.ndarray:
     """Every whole frame from start to end plus the keyframe times inside (only those for spans of
     more than MAX_BAKED_FRAMES, which no real animation has)."""
@@ -226,9 +255,10 @@ def _held(anim: AnimationData, times: np.ndarray) -> np.ndarray:
     return times
 
 
-def _baked_channels(model, evaluator, groups, axis, parents, bones, bone_of) -> list[Channel]:
+def _baked_channels(model, evaluator, groups, axis, world, parents, bones, bone_of) -> list[Channel]:
     """Every frame's decomposed local matrix, with Bézier handles along the game's one-sided slopes at
-    each key, so that Blender follows the Hermite curves between frames too."""
+    each key, so that Blender follows the Hermite curves between frames too (in the frames of
+    ``compensated_frames`` for a group that compensates an uneven scale)."""
     anim = evaluator.anim
     times = bake_times(anim, evaluator.times)
     lengths = np.diff(times)
@@ -238,8 +268,9 @@ def _baked_channels(model, evaluator, groups, axis, parents, bones, bone_of) -> 
     channels = []
     for g in groups:
         node = int(model.groups["node"][g])
+        frames = compensated_frames(model, axis, world, parents, g)
 
-        def transforms(at, node=node, g=g):
+        def transforms(at, node=node, g=g, frames=frames):
             at = _held(anim, at)
             floats = evaluator.node_floats(at, np.arange(node, node + NODE_FLOATS))
             parent_scale = None
@@ -250,6 +281,8 @@ def _baked_channels(model, evaluator, groups, axis, parents, bones, bone_of) -> 
                 matrices = node_matrix(floats, parent_scale)
             if parents[g] < 0:
                 matrices = axis @ matrices
+            if frames is not None:
+                matrices = frames[0] @ matrices @ inverse(frames[1])
             return decompose(matrices)
 
         here, earlier, later = transforms(times), transforms(times - eps), transforms(times + eps)

@@ -1,7 +1,7 @@
 """TTYD models (and their TPL) ⇄ the neutral Scene.
 
 Groups → one Skeleton (``skeleton``): each group is a bone whose rest is the group's world
-matrix from the node floats. A skeleton rather than an object hierarchy: the Scene has no
+matrix from the node floats (without an uneven scale that rides in the pose: ``scene_world``). A skeleton rather than an object hierarchy: the Scene has no
 object parenting, one armature keeps the whole tree, its names and order in one place, and
 every node animation of a file animation lands in one action. Shapes → meshes rigidly
 skinned to the bone of the group that draws them (``meshes``); subshapes → materials
@@ -28,13 +28,19 @@ from ..textures import tpl as tpl_format
 from . import model as fmt
 from .channels import scene_animation
 from .deltas import animations_from_scene, sample_channel
-from .evaluate import world_matrices
 from .images import image_lookup, scene_images, texture_image, tpl_from_scene
 from .kept import unique_names
 from .materials import mapping_location, scene_materials, update_materials
 from .meshes import rebuild_geometry, scene_mesh, update_geometry, uvs_to_file
 from .model import Model, text
-from .skeleton import bone_rests, groups_from_skeleton, scene_skeleton
+from .skeleton import (
+    bone_rests,
+    freed_groups,
+    groups_from_skeleton,
+    scale_in_pose,
+    scene_skeleton,
+    scene_world,
+)
 from .tables import base_model, model_extras
 
 # Names other modules use from here, besides to_scene, from_scene and default_axis.
@@ -67,13 +73,14 @@ def to_scene(
     name = text(model.header.name)
     scene = Scene(name=name, extras={EXTRAS_KEY: model_extras(model, tpl)})
     parents = fmt.group_parents(model.groups)
-    world = world_matrices(model, model.node_floats, parents)
+    freed = scale_in_pose(model, parents)
+    world = scene_world(model, parents, freed)
     order = tree_order(parents)
     bone_of = np.full(len(parents), -1, np.int64)
     bone_of[order] = np.arange(len(order))
     if len(order):
         rest = bone_rests(axis, world)[order]
-        scene.skeletons.append(scene_skeleton(model, name, parents, order, bone_of, rest))
+        scene.skeletons.append(scene_skeleton(model, name, parents, order, bone_of, rest, freed))
 
     scene.images = scene_images(model, tpl)
     image_of = image_lookup(scene)
@@ -119,13 +126,14 @@ def _from_scene(
     extras = scene.extras.get(EXTRAS_KEY, {})
     model = base_model(scene, extras)
     group_of_bone = groups_from_skeleton(model, scene, axis)
+    skeleton = scene.skeletons[0] if scene.skeletons else None
     parents = fmt.group_parents(model.groups)
-    world = world_matrices(model, model.node_floats, parents)
+    world = scene_world(model, parents, freed_groups(model, skeleton, group_of_bone))
     rebuilt = not update_geometry(model, scene, axis, world)
     if rebuilt:
         slot_samplers = rebuild_geometry(model, scene, axis, group_of_bone)
         parents = fmt.group_parents(model.groups)
-        world = world_matrices(model, model.node_floats, parents)
+        world = scene_world(model, parents, freed_groups(model, skeleton, group_of_bone))
         shape_of = list(range(len(scene.meshes)))
     else:
         slot_samplers = update_materials(model, scene)

@@ -21,7 +21,7 @@ from .kept import all_close, raw_name
 from .materials import file_translate
 from .matrices import apply, decompose, inverse
 from .model import NODE_FLOATS, AnimationData
-from .skeleton import drawing_group, node_floats_from_matrix, shape_matrix
+from .skeleton import compensated_frames, drawing_group, node_floats_from_matrix, shape_matrix
 from .tables import stored_animation
 
 ROTATION_B = slice(9, 12)  # the node floats of the rotation written from whole-transform channels
@@ -174,7 +174,7 @@ def _encode_animation(
     anim.keyframes = np.zeros(count, fmt.KEYFRAME_DTYPE)
     anim.keyframes["time"] = times
     unchanged = stored is not None and np.array_equal(stored.keyframes["time"].astype(np.float64), times)
-    _encode_nodes(model, scene, animation, anim, times, axis, parents, group_of_bone, unchanged)
+    _encode_nodes(model, scene, animation, anim, times, axis, world, parents, group_of_bone, unchanged)
     _encode_vertices(model, scene, animation, anim, times, axis, world, shape_of)
     _encode_textures(model, scene, animation, anim, times, slot_samplers)
     _encode_visibility(model, scene, animation, anim, times, shape_of)
@@ -205,7 +205,9 @@ class _NodeCurves:
         self.driven = np.zeros(len(base), bool)
 
 
-def _encode_nodes(model, scene, animation, anim, times, axis, parents, group_of_bone, same_times) -> None:
+def _encode_nodes(
+    model, scene, animation, anim, times, axis, world, parents, group_of_bone, same_times
+) -> None:
     """Node deltas: the original entries of every bone channel still as imported (when the keyframe
     times are too), the others encoded from the channels' values and slopes."""
     if not scene.skeletons:
@@ -214,7 +216,7 @@ def _encode_nodes(model, scene, animation, anim, times, axis, parents, group_of_
     curves = _NodeCurves(base, len(times))
     whole = _sample_float_channels(model, scene, animation, times, group_of_bone, curves)
     for g, channels in whole.items():
-        _sample_matrix_channels(model, channels, g, times, axis, parents, curves)
+        _sample_matrix_channels(model, channels, g, times, axis, world, parents, curves)
     kept = _kept_entries(animation, len(base)) if same_times else None
     if kept is not None:
         curves.driven &= ~kept[0]
@@ -292,11 +294,20 @@ def _sample_float_channels(model, scene, animation, times, group_of_bone, curves
     return whole
 
 
-def _sample_matrix_channels(model, channels, g, times, axis, parents, curves: _NodeCurves) -> None:
+def _sample_matrix_channels(model, channels, g, times, axis, world, parents, curves: _NodeCurves) -> None:
     """Whole-transform channels of group ``g`` (the rest where one is missing) into fresh node floats,
-    with the slopes Blender's curves have at each segment's ends (so Hermite follows them between keys)."""
+    with the slopes Blender's curves have at each segment's ends (so Hermite follows them between keys).
+    A group that compensates its parent's scale keeps it (the parent's rest scale), and its channels
+    in ``compensated_frames`` are taken back to its local matrix."""
     node = int(model.groups["node"][g])
     rest = local_matrices(model, model.node_floats, parents)[g]
+    frames = compensated_frames(model, axis, world, parents, g)
+    parent_scale = None
+    if model.groups["compensate"][g] and parents[g] >= 0:
+        parent_node = int(model.groups["node"][parents[g]])
+        parent_scale = model.node_floats[parent_node + 3 : parent_node + 6].astype(np.float64)
+    if frames is not None:
+        rest = frames[0] @ rest @ inverse(frames[1])
     location, rotation, scale = decompose(rest)
     values = {"location": location, "rotation_quaternion": rotation, "scale": scale}
     if "rotation_euler" in channels:
@@ -316,7 +327,9 @@ def _sample_matrix_channels(model, channels, g, times, axis, parents, curves: _N
         matrices = compose(sampled["location"], sampled["rotation_quaternion"], sampled["scale"])
         if parents[g] < 0:
             matrices = axis.T @ matrices
-        floats = node_floats_from_matrix(matrices).astype(np.float64)
+        if frames is not None:
+            matrices = inverse(frames[0]) @ matrices @ frames[1]
+        floats = node_floats_from_matrix(matrices, parent_scale).astype(np.float64)
         floats[:, ROTATION_B] = np.unwrap(floats[:, ROTATION_B], period=360.0, axis=0)
         return floats
 

@@ -17,12 +17,19 @@ import numpy as np
 
 from ..scene import Layer, Mesh, Scene
 from . import model as fmt
-from .evaluate import world_matrices
 from .kept import raw_name, restore
 from .materials import ALPHA_DISPLAY, CULL_NONE, new_sampler, shape_modes, slot_to_sampler
 from .matrices import apply, inverse, invertible, normalize
 from .model import Model, text
-from .skeleton import append_group, chain, drawing_group, shape_matrix, shown_visibility
+from .skeleton import (
+    append_group,
+    chain,
+    drawing_group,
+    freed_groups,
+    scene_world,
+    shape_matrix,
+    shown_visibility,
+)
 
 INDEX_KEYS = ["position", "normal", "color"] + [f"texcoord.{j}" for j in range(fmt.TEXCOORD_ARRAYS)]
 
@@ -319,7 +326,8 @@ def rebuild_geometry(model: Model, scene: Scene, axis: np.ndarray, group_of_bone
         g = _mesh_group(model, mesh, group_of_bone)
         model.groups["shape"][g] = i
         parents = fmt.group_parents(model.groups)
-        matrix = shape_matrix(axis, world_matrices(model, model.node_floats, parents), g)
+        freed = freed_groups(model, scene.skeletons[0] if scene.skeletons else None, group_of_bone)
+        matrix = shape_matrix(axis, scene_world(model, parents, freed), g)
         shape = np.zeros(1, fmt.SHAPE_DTYPE)[0]
         shape["name"] = raw_name(mesh.name, mesh.extras)
         per_corner = _add_vertices(tables, shape, mesh, matrix, normal_frame(matrix, axis))

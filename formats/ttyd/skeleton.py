@@ -5,6 +5,11 @@ top (``bone_rests``: also for groups a zero scale collapses); the group record a
 node floats travel in the bone's extras. On export the kept node floats stay while the
 bone's rest still shows them; a moved bone gets fresh ones (translation, scale and
 rotation B, no centres).
+
+An uneven rest scale above a group that an animation moves rides in the pose instead
+(``scale_in_pose``): the rests and meshes of that subtree are the world matrices without it
+(``scene_world``) and every animation keys the scale. Blender's bones hold no rest scale;
+the pose carries it, shear included, into the moving children, which is what the game draws.
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ from .model import NODE_FLOATS, Model, text
 from .tables import signed
 
 
-def scene_skeleton(model, name, parents, order, bone_of, rest) -> Skeleton:
-    """The skeleton of the groups in ``order`` (parents first), each group's record in its bone's extras."""
+def scene_skeleton(model, name, parents, order, bone_of, rest, freed) -> Skeleton:
+    """The skeleton of the groups in ``order`` (parents first), each group's record in its bone's extras
+    (and ``scale_in_pose`` on the ``freed`` groups)."""
     groups = model.groups[order]
     bone_extras = []
     for g, group in zip(order, groups, strict=True):
@@ -39,6 +45,8 @@ def scene_skeleton(model, name, parents, order, bone_of, rest) -> Skeleton:
                 "node_floats": [float(v) for v in model.node_floats[node : node + NODE_FLOATS]],
             }
         )
+        if freed[g]:
+            bone_extras[-1]["scale_in_pose"] = True
     bone_names = unique_names([text(g["name"]) for g in groups])
     for extras, bone_name in zip(bone_extras, bone_names, strict=True):
         extras["label"] = bone_name
@@ -49,6 +57,79 @@ def scene_skeleton(model, name, parents, order, bone_of, rest) -> Skeleton:
         rest=rest,
         bone_extras=bone_extras,
     )
+
+
+def scale_in_pose(model: Model, parents: np.ndarray) -> np.ndarray:
+    """(G,) bool: groups with an uneven scale that reaches a descendant an animation moves (a child
+    that compensates its parent's scale stops it: ``compensated_frames``)."""
+    groups = model.groups
+    scale = model.node_floats[groups["node"].astype(np.int64)[:, None] + np.arange(3, 6)]
+    size = np.maximum(1.0, np.abs(scale).max(axis=1, initial=0.0))
+    uneven = np.ptp(scale, axis=1) > 1e-6 * size
+    moved_floats = np.zeros(len(model.node_floats) + 1, bool)
+    for animation in model.animations:
+        anim = animation.data
+        if anim is not None:
+            _, index, _ = fmt.running_indices(anim.keyframes, "node", anim.node_deltas["step"])
+            moved_floats[np.minimum(index, len(model.node_floats))] = True
+    moved = moved_floats[groups["node"].astype(np.int64)[:, None] + np.arange(NODE_FLOATS)].any(axis=1)
+    reaches_moved = np.zeros(len(groups), bool)
+    for g in np.flatnonzero(moved):  # few groups; each walk is one chain
+        path = chain(parents, int(g))
+        for child, parent in zip(path[:-1], path[1:], strict=True):
+            reaches_moved[parent] |= groups["compensate"][child] == 0
+    return uneven & reaches_moved
+
+
+def rest_scale(rest: np.ndarray) -> np.ndarray:
+    """(4, 4) K of a rest matrix R·K, R its rotation (the polar factor, where Blender's bone stands)."""
+    u, _, vt = np.linalg.svd(rest[:3, :3])
+    if np.linalg.det(u @ vt) < 0:
+        u[:, 2] *= -1
+    k = np.eye(4)
+    k[:3, :3] = (u @ vt).T @ rest[:3, :3]
+    return k
+
+
+def compensated_frames(model: Model, axis, world, parents, g: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(Kₚ, K) of group ``g`` when it compensates an uneven rest scale of its parent, else None.
+
+    Blender poses the parent without its rest scale Kₚ (its bone cannot hold one) and, under an
+    uneven Kₚ, takes the child's channel relative to that pose; the compensated local has no shear,
+    so the channel Kₚ · local · K⁻¹ (K: the child's own rest scale) plays exactly.
+    """
+    parent = int(parents[g])
+    if parent < 0 or not model.groups["compensate"][g]:
+        return None
+    kp = rest_scale(axis @ world[parent])[:3, :3]
+    diagonal = np.diagonal(kp)
+    size = max(1.0, float(np.abs(diagonal).max()))
+    if np.abs(kp - np.diag(diagonal)).max() <= 1e-6 * size and np.ptp(diagonal) <= 1e-6 * size:
+        return None  # even: the channel maps as it is
+    return rest_scale(axis @ world[parent]), rest_scale(axis @ world[g])
+
+
+def scene_world(model: Model, parents: np.ndarray, freed: np.ndarray) -> np.ndarray:
+    """(G, 4, 4) world matrices the rests and meshes show: without the scale of the ``freed`` groups
+    (``scale_in_pose``, G bool or fewer: groups past them are not freed)."""
+    return world_matrices(model, scene_floats(model, freed), parents)
+
+
+def scene_floats(model: Model, freed: np.ndarray) -> np.ndarray:
+    """The node floats with a unit scale on the ``freed`` groups."""
+    floats = model.node_floats.copy()
+    nodes = model.groups["node"][: len(freed)][np.asarray(freed, bool)].astype(np.int64)
+    floats[nodes[:, None] + np.arange(3, 6)] = 1.0
+    return floats
+
+
+def freed_groups(model: Model, skeleton: Skeleton | None, group_of_bone: np.ndarray) -> np.ndarray:
+    """(G,) bool: the groups whose bones' extras say their scale rides in the pose."""
+    freed = np.zeros(len(model.groups), bool)
+    if skeleton is not None and len(skeleton.bone_extras) == len(group_of_bone):
+        flagged = [bool(e.get("scale_in_pose")) for e in skeleton.bone_extras]
+        freed[np.asarray(group_of_bone, np.int64)[np.array(flagged, bool)]] = True
+    return freed
 
 
 def bone_rests(axis: np.ndarray, world: np.ndarray) -> np.ndarray:
@@ -152,14 +233,16 @@ def groups_from_skeleton(model: Model, scene: Scene, axis: np.ndarray) -> np.nda
 
     # Node floats: the kept ones while the bone's rest still shows them, else fresh ones.
     rest = np.asarray(skeleton.rest, np.float64)
+    freed = freed_groups(model, skeleton, group_of)
+    floats = scene_floats(model, freed)
     with np.errstate(all="ignore"):
-        file_world = world_matrices(model, model.node_floats, parents)
+        file_world = world_matrices(model, floats, parents)
         moved = ~same_matrices(rest, bone_rests(axis, file_world)[group_of])
         roots = skeleton.parents < 0
         scene_local = rest.copy()
         scene_local[~roots] = inverse(rest[skeleton.parents[~roots]]) @ rest[~roots]
         scene_local[roots] = axis.T @ rest[roots]
-        file_local = local_matrices(model, model.node_floats, parents)[group_of]
+        file_local = local_matrices(model, floats, parents)[group_of]
         changed = moved & ~same_matrices(scene_local, file_local)
     for b in np.flatnonzero(changed):
         g = group_of[b]
@@ -167,8 +250,11 @@ def groups_from_skeleton(model: Model, scene: Scene, axis: np.ndarray) -> np.nda
         parent_scale = None
         if groups["compensate"][g] and parents[g] >= 0:
             parent_node = int(groups["node"][parents[g]])
-            parent_scale = model.node_floats[parent_node + 3 : parent_node + 6].astype(np.float64)
+            parent_scale = floats[parent_node + 3 : parent_node + 6].astype(np.float64)
+        scale = model.node_floats[node + 3 : node + 6].copy()
         model.node_floats[node : node + NODE_FLOATS] = node_floats_from_matrix(scene_local[b], parent_scale)
+        if freed[g]:  # its rest shows no scale: the file's stays
+            model.node_floats[node + 3 : node + 6] *= scale
     return group_of
 
 

@@ -108,10 +108,17 @@ def _spread_close_keys(times, values, handles_left, handles_right):
 
 
 def write_fcurve(
-    fcurve, co: np.ndarray, codes: np.ndarray, handles_left=None, handles_right=None, cyclic=False
+    fcurve,
+    co: np.ndarray,
+    codes: np.ndarray,
+    handles_left=None,
+    handles_right=None,
+    cyclic=False,
+    hold_start=False,
 ):
     """Key ``fcurve`` in bulk: ``co`` (K, 2) float32 frames and values, ``codes`` (K,) interpolation codes
-    (``interpolation_codes``), Bézier handles (K, 2) or None."""
+    (``interpolation_codes``), Bézier handles (K, 2) or None; ``cyclic``: repeated by a Cycles modifier
+    after the keys, and before them too unless ``hold_start``."""
     count = len(co)
     points = fcurve.keyframe_points
     points.add(count)
@@ -124,7 +131,9 @@ def write_fcurve(
         points.foreach_set("handle_left", np.ascontiguousarray(handles_left, np.float32).ravel())
         points.foreach_set("handle_right", np.ascontiguousarray(handles_right, np.float32).ravel())
     if cyclic:
-        fcurve.modifiers.new("CYCLES")
+        cycles = fcurve.modifiers.new("CYCLES")
+        if hold_start:
+            cycles.mode_before = "NONE"
     fcurve.update()
 
 
@@ -216,6 +225,7 @@ class _ActionSet:
                 animation.frame_start,
                 animation.frame_end,
                 compat.MERGE_DISTANCE,
+                animation.hold_start,
             )
             if sides and record is not None:
                 record.loop = loop_record(sides, fcurves, animation, channel_interpolation)
@@ -226,7 +236,7 @@ class _ActionSet:
         for c, fcurve in enumerate(fcurves):
             left = None if handles_left is None else handles_left[:, c]
             right = None if handles_right is None else handles_right[:, c]
-            write_fcurve(fcurve, co[c], codes, left, right, animation.loop)
+            write_fcurve(fcurve, co[c], codes, left, right, animation.loop, animation.hold_start)
         return _written_rows(fcurves, co, codes)
 
     def ensure(self, id_data, id_type: str) -> tuple:
@@ -247,6 +257,7 @@ class _ActionSet:
                 self.group,
                 primary=not self.actions,
                 skeleton=self.animation.skeleton,
+                hold_start=self.animation.hold_start,
             )
             if not self.actions:
                 props.set_extras(action, self.animation.extras)
@@ -603,6 +614,7 @@ def _animation_of(action, record: AnimationRecord) -> Animation:
         frame_start=frame_start,
         frame_end=frame_end,
         loop=record.loop,
+        hold_start=record.hold_start,
         skeleton=record.skeleton,
         extras=props.get_extras(action),
     )

@@ -95,6 +95,7 @@ class AnimationRecord:
     primary: bool  # the group's first action: it holds the animation's extras
     skeleton: int | None = None  # Animation.skeleton
     channels: list[ChannelRecord] = field(default_factory=list)
+    hold_start: bool = False  # Animation.hold_start
 
 
 def write_record(action, record: AnimationRecord) -> None:

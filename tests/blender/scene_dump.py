@@ -384,7 +384,7 @@ def _action(action, lines: list[str]) -> None:
     for fcurve in fcurves:
         points = fcurve.keyframe_points
         co = _get(points, "co", 2)
-        modifiers = "".join(f" {m.type}" for m in fcurve.modifiers)
+        modifiers = "".join(f" {m.type}{_cycles_before(m)}" for m in fcurve.modifiers)
         keys = "no keys"
         if len(co):
             keys = f"{vec(co[0])} … {vec(co[-1])} values {num(co[:, 1].min())}..{num(co[:, 1].max())}"
@@ -461,3 +461,10 @@ def _dump(source) -> str:
     for action in actions:
         _action(action, lines)
     return "\n".join(lines) + "\n"
+
+
+def _cycles_before(modifier) -> str:
+    """What a Cycles modifier does before the keys, when it does not repeat there."""
+    if modifier.type != "CYCLES" or modifier.mode_before == "REPEAT":
+        return ""
+    return f"(before {modifier.mode_before})"

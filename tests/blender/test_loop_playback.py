@@ -7,7 +7,9 @@ builder cuts the keys to the range and holds the first and last values up to the
 (``curves.loop_keys``), and the extractor takes that off again (``curves.unloop_rows``).
 
 At end + k·period exactly Blender shows the held last value where a repeating game shows the start
-(as for keys that end on the end), so the wrapped frames checked here avoid those instants.
+(as for keys that end on the end), so the wrapped frames checked here avoid those instants, except
+for animations that hold their start (``Animation.hold_start``, TTYD): their key at the end shows
+the start, and nothing repeats before the start.
 """
 
 import bpy
@@ -139,6 +141,7 @@ def test_j3d_edited_cut_key_is_exported_as_a_key(clap):
     np.testing.assert_array_equal(found["rotation"][:, others], expected["rotation"][:, others])
 
 
+@pytest.mark.parametrize("hold_start", [False, True], ids=["cycles", "hold-start"])
 @pytest.mark.parametrize("interpolation", ["CONSTANT", "LINEAR", "BEZIER"])
 @pytest.mark.parametrize(
     "start, end, sides",
@@ -146,16 +149,17 @@ def test_j3d_edited_cut_key_is_exported_as_a_key(clap):
     ids=["keys-beyond", "keys-inside", "keys-on-bounds", "keys-before"],
 )
 def test_looped_f_curve_repeats_the_range_and_gives_the_keys_back(
-    empty_scene, interpolation, start, end, sides
+    empty_scene, interpolation, start, end, sides, hold_start
 ):
     """One F-curve through the builder's and extractor's functions: Blender plays the original curve,
-    wrapped into [start, end), and the extractor reads the original keys."""
+    wrapped into [start, end), and the extractor reads the original keys. With ``hold_start`` (TTYD)
+    the start holds before the start and shows at every end too, as the game plays it."""
     times = np.array([-3.0, 2.0, 9.5, 15.0, 23.0])
     values = np.array([[0.5], [-1.0], [2.0], [0.25], [1.5]])
     left = np.stack([times[:, None] - 1.5, values - 0.3], axis=-1)
     right = np.stack([times[:, None] + 1.0, values + 0.4], axis=-1)
     handles = (left, right) if interpolation == "BEZIER" else (None, None)
-    cut = loop_keys(times, values, interpolation, *handles, start, end, MERGE_DISTANCE)
+    cut = loop_keys(times, values, interpolation, *handles, start, end, MERGE_DISTANCE, hold_start)
     new_times, new_values, modes, new_left, new_right, changed = cut
     assert " ".join("held" if "held" in changed[s] else "cut" for s in ("start", "end")) == sides
     action, slot = compat.new_action("probe", "OBJECT", "probe")
@@ -167,13 +171,20 @@ def test_looped_f_curve_repeats_the_range_and_gives_the_keys_back(
         None if new_left is None else new_left[:, 0],
         None if new_right is None else new_right[:, 0],
         cyclic=True,
+        hold_start=hold_start,
     )
     period = end - start
-    frames = start + np.arange(0.0, 3 * period, 0.75)
-    frames = frames[
-        (frames == start) | ~np.isclose(np.mod(frames - start, period), 0.0)
-    ]  # see the module doc
-    wrapped = start + np.mod(frames - start, period)
+    if hold_start:  # every end included; the last MERGE_DISTANCE before one held (see loop_keys)
+        frames = start + np.concatenate([np.arange(-period, 3 * period, 0.75), period * np.arange(1, 4)])
+        inside = np.mod(frames - start, period)
+        frames = frames[(inside <= period - MERGE_DISTANCE) | (frames < start)]
+        wrapped = np.where(frames < start, start, start + np.mod(frames - start, period))
+    else:
+        frames = start + np.arange(0.0, 3 * period, 0.75)
+        frames = frames[
+            (frames == start) | ~np.isclose(np.mod(frames - start, period), 0.0)
+        ]  # see the module doc
+        wrapped = start + np.mod(frames - start, period)
     expected = sample(times, values, interpolation, *handles, wrapped)[:, 0]
     np.testing.assert_allclose([fcurve.evaluate(f) for f in frames], expected, atol=2e-5)
     animation = Animation("probe", frame_start=start, frame_end=end, loop=True)

@@ -16,7 +16,15 @@ from retro_models.formats.ttyd import model as fmt
 from retro_models.formats.ttyd.channels import node_entries
 from retro_models.formats.ttyd.evaluate import Evaluator, world_matrices
 from retro_models.operators.blender import compat
-from ttyd_support import evaluated_positions, model_bytes, set_frame, tpl_bytes
+from ttyd_support import (
+    ARM_SCALE,
+    TOLERANCE,
+    evaluated_positions,
+    model_bytes,
+    scaled_arm_bytes,
+    set_frame,
+    tpl_bytes,
+)
 
 LOCATION_Y, ROTATION_X = 25, 33
 # The file keeps node values in 1/16 steps and tangents in whole degrees of slope: a curve keyed
@@ -26,7 +34,11 @@ QUANTISED = 0.06
 
 @pytest.fixture
 def imported(empty_scene, tmp_path):
-    (tmp_path / "c_test").write_bytes(model_bytes())
+    return import_model(tmp_path, model_bytes())
+
+
+def import_model(tmp_path, data: bytes):
+    (tmp_path / "c_test").write_bytes(data)
     (tmp_path / "c_test_tex-").write_bytes(tpl_bytes())
     assert bpy.ops.import_scene.ttyd_model(filepath=str(tmp_path / "c_test")) == {"FINISHED"}
     armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
@@ -67,6 +79,68 @@ def test_one_moved_key_reencodes_only_its_channel(imported):
     )
     for table in ("position_deltas", "texture_deltas", "visibility_deltas", "normal_deltas"):
         assert getattr(after, table).tobytes() == getattr(before, table).tobytes(), table
+
+
+def game_positions(model, animation: int, frames) -> list[np.ndarray]:
+    """The body's vertices as the game draws them at each of ``frames``."""
+    evaluator = Evaluator(model, model.animations[animation].data)
+    axis = convert.default_axis()
+    out = []
+    for frame in frames:
+        pose = evaluator.at([frame])
+        world = axis @ world_matrices(model, pose.node_floats[0])
+        out.append(pose.positions[0] @ world[0][:3, :3].T + world[0][:3, 3])
+    return out
+
+
+def test_edited_child_of_an_uneven_scale_exports_what_blender_plays(empty_scene, tmp_path):
+    """The body under the arm's uneven scale (``scaled_arm_bytes``): its moved key plays in the game as
+    in Blender, and the arm keeps its scale."""
+    files, armature, body = import_model(tmp_path, scaled_arm_bytes())
+    location = next(
+        fc
+        for fc in compat.action_fcurves(armature.animation_data.action)
+        if fc.data_path == 'pose.bones["body"].location'
+    )
+    key = location.keyframe_points[1]  # the file's keyframe at frame 10
+    for point in (key.co, key.handle_left, key.handle_right):
+        point.y += 0.5
+    location.update()
+    frames = np.arange(0.0, 10.0, 0.25)  # the body hides at 10
+    played = []
+    for frame in frames:
+        set_frame(frame)
+        played.append(evaluated_positions(body))
+    written = fmt.read(export(files, armature).read_bytes())
+    arm = int(written.groups["node"][list(written.groups["name"]).index(b"arm")])
+    assert tuple(written.node_floats[arm + 3 : arm + 6]) == ARM_SCALE
+    game = game_positions(written, 0, frames)
+    np.testing.assert_allclose(np.array(played), np.array(game), atol=TOLERANCE)
+
+
+def test_edited_compensating_child_of_an_uneven_scale_exports_what_blender_plays(empty_scene, tmp_path):
+    """The body compensates the arm's uneven scale (``scaled_arm_bytes``); its baked location, moved
+    0.25 along its pose Y, plays in the game as in Blender within the file's 1/16 steps (× the arm's
+    scale 1.5 on the three axes)."""
+    files, armature, body = import_model(tmp_path, scaled_arm_bytes(compensate=True))
+    location = [
+        fc
+        for fc in compat.action_fcurves(armature.animation_data.action)
+        if fc.data_path == 'pose.bones["body"].location'
+    ]
+    assert len(location) == 3  # baked: every component
+    for key in location[1].keyframe_points:
+        for point in (key.co, key.handle_left, key.handle_right):
+            point.y += 0.25
+    location[1].update()
+    frames = np.arange(0.0, 10.0, 0.5)  # the body hides at 10
+    played = []
+    for frame in frames:
+        set_frame(frame)
+        played.append(evaluated_positions(body))
+    written = fmt.read(export(files, armature).read_bytes())
+    game = np.array(game_positions(written, 0, frames))
+    assert np.abs(np.array(played) - game).max() < 1.5 * np.sqrt(3) / 32
 
 
 def test_new_action_exports_and_plays_as_keyed(imported):

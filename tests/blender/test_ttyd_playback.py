@@ -14,7 +14,7 @@ import ttyd_fixtures as F
 from retro_models.formats.ttyd import convert
 from retro_models.formats.ttyd import model as fmt
 from retro_models.operators.animation import use_animation
-from retro_models.operators.blender import props
+from retro_models.operators.blender import compat, props
 from retro_models.operators.blender.records import read_record
 from ttyd_support import (
     BODY_NODE,
@@ -22,24 +22,41 @@ from ttyd_support import (
     TEXTURE_SCALE,
     assert_plays,
     model_bytes,
+    scaled_arm_bytes,
     set_frame,
     shown_image,
     tpl_bytes,
+    walk_keyed_at,
 )
 
 # Inside each animation's keyed range (walk: keys at 0 and 10; idle: 0 and 6), sub-frames included.
 WALK_FRAMES = (0.0, 2.5, 5.0, 7.5, 9.5)
 IDLE_FRAMES = (0.0, 1.5, 3.0, 4.5, 5.5)
+# Walk loops over 0…20: before 0 the game holds the start, at 20, 40, … it shows the start again.
+# (F-curves cannot step: a curve that moves up to the end holds its value over the last 0.02 frames
+# before each end, which these frames leave out.)
+LOOP_FRAMES = (-1.0, -0.5, 0.0, 0.25, 19.75, 20.0, 20.5, 39.75, 40.0, 45.5)
+
+
+def import_model(files, data: bytes):
+    (files / "c_test").write_bytes(data)
+    (files / "c_test_tex-").write_bytes(tpl_bytes())
+    assert bpy.ops.import_scene.ttyd_model(filepath=str(files / "c_test")) == {"FINISHED"}
+    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    return files, fmt.read(data), armature, bpy.data.objects["body"]
 
 
 @pytest.fixture
 def imported(empty_scene, tmp_path):
-    (tmp_path / "c_test").write_bytes(model_bytes())
-    (tmp_path / "c_test_tex-").write_bytes(tpl_bytes())
-    assert bpy.ops.import_scene.ttyd_model(filepath=str(tmp_path / "c_test")) == {"FINISHED"}
-    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
-    model = fmt.read((tmp_path / "c_test").read_bytes())
-    return tmp_path, model, armature, bpy.data.objects["body"]
+    return import_model(tmp_path, model_bytes())
+
+
+def export(files, armature) -> bytes:
+    out = files / "out"
+    out.mkdir(exist_ok=True)
+    bpy.context.view_layer.objects.active = armature
+    assert bpy.ops.export_scene.ttyd_model(filepath=str(out / "c_test")) == {"FINISHED"}
+    return (out / "c_test").read_bytes()
 
 
 def test_walk_plays_as_the_game_draws_it(imported):
@@ -52,6 +69,32 @@ def test_walk_plays_as_the_game_draws_it(imported):
     before = shown_image(tree)
     set_frame(10)
     assert shown_image(tree) != before
+
+
+# Keyframes at 0 and 10: the pose of 10 holds up to the end; at 0 and 20: it moves right up to the end,
+# through per-component curves or (with both rotations on the body) baked ones.
+@pytest.mark.parametrize("times, rotation_a", [((0.0, 10.0), 0.0), ((0.0, 20.0), 0.0), ((0.0, 20.0), 5.0)])
+def test_loop_ends_play_as_the_game(empty_scene, tmp_path, times, rotation_a):
+    model = fmt.read(walk_keyed_at(times))
+    model.node_floats[BODY_NODE + 6] = rotation_a
+    files, model, armature, body = import_model(tmp_path, fmt.write(model))
+    paths = {fc.data_path for fc in compat.action_fcurves(armature.animation_data.action)}
+    assert ('pose.bones["body"].rotation_quaternion' in paths) == bool(rotation_a)  # baked
+    assert model.animations[0].data.loop
+    assert_plays(model, 0, armature, body, LOOP_FRAMES)
+    assert export(files, armature) == (files / "c_test").read_bytes()
+
+
+# The body inherits the arm's uneven scale (the arm's scale rides in the pose), or compensates it
+# (its channels are taken relative to the arm's pose without the scale).
+@pytest.mark.parametrize("compensate", [False, True])
+def test_children_of_an_uneven_scale_play_as_the_game(empty_scene, tmp_path, compensate):
+    files, model, armature, body = import_model(tmp_path, scaled_arm_bytes(compensate))
+    assert props.get_extras(armature.data.bones["arm"]).get("scale_in_pose", False) != compensate
+    assert_plays(model, 0, armature, body, WALK_FRAMES + LOOP_FRAMES)
+    use_animation(armature, props.to_python(armature.data[props.ANIMATIONS])[1])
+    assert_plays(model, 1, armature, body, IDLE_FRAMES + (-0.5, 12.0, 12.25))
+    assert export(files, armature) == (files / "c_test").read_bytes()
 
 
 def test_switching_animation_switches_every_action(imported):
@@ -73,11 +116,7 @@ def test_switching_animation_switches_every_action(imported):
 
 def test_unchanged_model_exports_byte_identical(imported):
     files, _, armature, _ = imported
-    out = files / "out"
-    out.mkdir()
-    bpy.context.view_layer.objects.active = armature
-    assert bpy.ops.export_scene.ttyd_model(filepath=str(out / "c_test")) == {"FINISHED"}
-    assert (out / "c_test").read_bytes() == (files / "c_test").read_bytes()
+    assert export(files, armature) == (files / "c_test").read_bytes()
 
 
 def test_edited_texture_transform_exports_the_game_values(imported):

@@ -2,6 +2,7 @@
 rotated texture transform, rest scales and a second animation) and checks against the evaluator."""
 
 import copy
+import math
 
 import bpy
 import numpy as np
@@ -11,9 +12,11 @@ from retro_models.formats.textures import tpl as tpl_format
 from retro_models.formats.ttyd import convert
 from retro_models.formats.ttyd import model as fmt
 from retro_models.formats.ttyd.evaluate import Evaluator, texcoord_matrix, world_matrices
+from retro_models.formats.ttyd.skeleton import append_group
 from retro_models.operators.blender import props
 
 ROOT_NODE, BODY_NODE = 0, 24
+ARM_SCALE = (1.5, 0.5, 1.0)
 TEXTURE_SCALE, TEXTURE_ROTATE = (2.0, 0.5), 30.0
 TOLERANCE = 1e-4
 
@@ -32,6 +35,28 @@ def model_bytes() -> bytes:
     return fmt.write(model)
 
 
+def walk_keyed_at(times) -> bytes:
+    """``model_bytes`` with walk's two keyframes at ``times`` (walk loops over 0…20)."""
+    model = fmt.read(model_bytes())
+    model.animations[0].data.keyframes["time"] = times
+    return fmt.write(model)
+
+
+def scaled_arm_bytes(compensate: bool = False) -> bytes:
+    """``model_bytes`` with a group "arm" between the root and the body: an uneven scale (1.5, 0.5, 1),
+    turned 30° about Z, above the body that both animations move (its turn about X in the arm's scaled
+    frame shears, unless the body ``compensate``s the arm's scale)."""
+    model = fmt.read(model_bytes())
+    arm = append_group(model, "arm", len(model.groups) - 1, visibility=1)
+    groups, root, body = model.groups, len(model.groups) - 1, 0
+    groups["child"][root], groups["next"][arm], groups["child"][arm], groups["next"][body] = arm, -1, body, -1
+    node = int(groups["node"][arm])
+    model.node_floats[node : node + 12] = (0.25, 0.5, 0.0, *ARM_SCALE, 0.0, 0.0, 0.0, 0.0, 0.0, 30.0)
+    model.node_floats[BODY_NODE + 3 : BODY_NODE + 6] = 1.0
+    groups["compensate"][body] = compensate
+    return fmt.write(model)
+
+
 def tpl_bytes() -> bytes:
     rng = np.random.default_rng(5)
     images = [
@@ -41,7 +66,9 @@ def tpl_bytes() -> bytes:
 
 
 def set_frame(frame: float) -> None:
-    bpy.context.scene.frame_set(int(frame), subframe=frame - int(frame))
+    """Show ``frame``, fractions before 0 included (Blender takes sub-frames in [0, 1) only)."""
+    whole = math.floor(frame)
+    bpy.context.scene.frame_set(whole, subframe=frame - whole)
 
 
 def evaluated_positions(obj) -> np.ndarray:
@@ -94,10 +121,13 @@ def assert_plays(model, animation, armature, body, frames) -> None:
         set_frame(frame)
         pose = evaluator.at([frame])
         world = axis @ world_matrices(model, pose.node_floats[0])
-        # Vertices: the shape-key morph and the scaled bone together, as the game draws them.
-        expected = pose.positions[0] @ world[0][:3, :3].T + world[0][:3, 3]
-        np.testing.assert_allclose(evaluated_positions(body), expected, atol=TOLERANCE, err_msg=f"@ {frame}")
         assert body.hide_viewport == (not pose.visibility[0][1]), frame
+        if not body.hide_viewport:  # Blender evaluates no hidden mesh (and the game draws none)
+            # Vertices: the shape-key morph and the scaled bone together, as the game draws them.
+            expected = pose.positions[0] @ world[0][:3, :3].T + world[0][:3, 3]
+            np.testing.assert_allclose(
+                evaluated_positions(body), expected, atol=TOLERANCE, err_msg=f"@ {frame}"
+            )
         np.testing.assert_allclose(
             shown_uvs(tree, body.data), game_uvs(model, pose, body.data), atol=TOLERANCE, err_msg=f"@ {frame}"
         )
