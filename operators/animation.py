@@ -39,11 +39,7 @@ def use_animation(owner, group: str) -> None:
                 compat.assign_action(owner.node_tree, action, compat.action_slot(action))
                 return
         return
-    for bone in owner.pose.bones:
-        bone.location = (0, 0, 0)
-        bone.rotation_quaternion = (1, 0, 0, 0)
-        bone.rotation_euler = (0, 0, 0)
-        bone.scale = (1, 1, 1)
+    pose_to_rest(owner)
     targets = _animated_data(owner)
     chosen = {}
     for action in group_actions(group):
@@ -108,17 +104,17 @@ _playing: dict[int, int] = {}  # imported armature object → the action it play
 
 @persistent
 def rest_on_switch(scene, depsgraph) -> None:
-    """An imported armature got another action (Action editor, NLA tweak, a script): the bone
-    channels the new action does not key go back to rest, as the games start every animation
-    from the model's rest, instead of keeping what the previous action left."""
+    """An imported armature got another action (Action editor, NLA tweak, a script) or none: the bone
+    channels the new action does not key (all, without one) go back to rest, as the games start every
+    animation from the model's rest, instead of keeping what the previous action left."""
     for update in depsgraph.updates:
         obj = update.id.original if isinstance(update.id, bpy.types.Object) else None
         if obj is None or obj.type != "ARMATURE" or props.ANIMATIONS not in obj.data:
             continue
         action = obj.animation_data.action if obj.animation_data else None
         current = action.as_pointer() if action is not None else 0
-        if _playing.get(obj.as_pointer(), current) != current and action is not None:
-            _unkeyed_to_rest(obj, action)
+        if _playing.get(obj.as_pointer(), current) != current:
+            pose_to_rest(obj, _keyed(action) if action is not None else set())
         _playing[obj.as_pointer()] = current
 
 
@@ -128,12 +124,20 @@ def forget_playing(*_args) -> None:
     _playing.clear()
 
 
-def _unkeyed_to_rest(armature, action) -> None:
-    keyed = {pose_target(fcurve.data_path) for fcurve in compat.action_fcurves(action)}
+def _keyed(action) -> set:
+    return {pose_target(fcurve.data_path) for fcurve in compat.action_fcurves(action)}
+
+
+def pose_to_rest(armature, keyed=frozenset()) -> None:
+    """The pose channels not in ``keyed`` ((bone, path) pairs) at the model's rest: the identity, or
+    what the import gave a bone to show with no action keying it (``props.REST_POSE``: a rest scale
+    the bone cannot hold)."""
+    rest = props.to_python(armature.data.get(props.REST_POSE, {}))
     for bone in armature.pose.bones:
+        own = rest.get(bone.name, {})
         for path in POSE_PATHS:
             if (bone.name, path) not in keyed:
-                setattr(bone, path, _REST[path])
+                setattr(bone, path, own.get(path, _REST[path]))
 
 
 class RETRO_MODELS_OT_use_animation(bpy.types.Operator):

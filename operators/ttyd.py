@@ -14,11 +14,13 @@ import numpy as np
 from ..formats.errors import ExportError
 from ..formats.scene import Scene
 from ..formats.ttyd import files
+from ..formats.ttyd.skeleton import rest_pose_scales
 from .blender.objects import deformed_meshes, target_armature
 
 
 def after_build(scene: Scene, result) -> None:
-    """Make every texture slot whose image an animation swaps show the swap during playback.
+    """Pose the bones whose uneven scale rides in the pose with it (``rest_pose``), and make every
+    texture slot whose image an animation swaps show the swap during playback.
 
     The builder keys the swapped image (a scene image index) as ``texture.<slot>.image_index`` on
     the material's node tree, which export reads back; ``switch_images`` makes the slot's image
@@ -26,6 +28,8 @@ def after_build(scene: Scene, result) -> None:
     """
     from .blender.build import switch_images
 
+    for skeleton, armature in zip(scene.skeletons, result.armatures, strict=False):
+        rest_pose(skeleton, armature)
     shown: dict[tuple[str, int], set[int]] = {}
     for animation in scene.animations:
         for channel in animation.channels:
@@ -39,6 +43,26 @@ def after_build(scene: Scene, result) -> None:
             slot,
             {i: result.images[i] for i in sorted(images) if 0 <= i < len(result.images)},
         )
+
+
+def rest_pose(skeleton, armature) -> None:
+    """Give the bones whose scale rides in the pose (``skeleton.rest_pose_scales``) that scale as their
+    pose and as the rest the armature goes back to when no action keys it (``props.REST_POSE``), so the
+    model shows as the game draws it at rest, and actions made in Blender play with it."""
+    from .blender import props
+    from .blender.armature import bone_maps
+
+    scales = rest_pose_scales(skeleton)
+    if not scales:
+        return
+    maps = bone_maps(skeleton)
+    names = dict(zip(skeleton.bone_names, armature.data[props.JOINT_ORDER], strict=True))
+    rest = {}
+    for bone, scale in scales.items():
+        a, b = maps[bone].maps["scale"]
+        rest[names[bone]] = {"scale": (a @ np.asarray(scale, np.float64) + b).tolist()}
+        armature.pose.bones[names[bone]].scale = rest[names[bone]]["scale"]
+    armature.data[props.REST_POSE] = rest
 
 
 # -- export -------------------------------------------------------------------

@@ -59,6 +59,16 @@ def scene_skeleton(model, name, parents, order, bone_of, rest, freed) -> Skeleto
     )
 
 
+def rest_pose_scales(skeleton: Skeleton) -> dict[str, list[float]]:
+    """Bone name → the scale channel value its bone shows with no animation playing: the rest scale of
+    the groups whose scale rides in the pose (their rests do not show it; the file keeps it)."""
+    return {
+        name: extras["node_floats"][3:6]
+        for name, extras in zip(skeleton.bone_names, skeleton.bone_extras, strict=False)
+        if extras.get("scale_in_pose")
+    }
+
+
 def scale_in_pose(model: Model, parents: np.ndarray) -> np.ndarray:
     """(G,) bool: groups with an uneven scale that reaches a descendant an animation moves (a child
     that compensates its parent's scale stops it: ``compensated_frames``)."""

@@ -440,7 +440,7 @@ def _restore(record: ChannelRecord, curves: dict[int, np.ndarray], maps, target:
         channel = bones.relative_channel(channel, record.data_path.rsplit(".", 1)[1], maps, record)
         if channel is None:
             return []
-        return bones.split(channel, record.sources) if record.merged else [channel]
+        return bones.split(channel, record.sources, maps[target]) if record.merged else [channel]
     offset = np.asarray(record.offset or 0.0, np.float64)  # a texture transform's centre
     channel.values = channel.values - offset
     for side in ("handles_left", "handles_right"):

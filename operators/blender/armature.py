@@ -300,11 +300,7 @@ def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
     """One channel of every component of ``parts``' path; components they do not key hold the rest value.
     Components keyed at different frames are baked together (``curves.bake_keys``), steps at their keys."""
     first = parts[0]
-    rest = {
-        "location": maps.rest_translation,
-        "rotation_euler": matrix_to_euler(maps.rest_rotation[None])[0],
-        "scale": maps.rest_scale,
-    }[first.path]
+    rest = _rest_values(maps)[first.path]
     times = np.asarray(first.times, np.float64)
     shared = all(np.array_equal(p.times, times) and p.interpolation == first.interpolation for p in parts)
     interpolation, left, right = first.interpolation, None, None
@@ -347,6 +343,15 @@ def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
             interpolation = "BEZIER"
             times, values, left, right = bake_keys(times, evaluate)
     return Channel("bone", first.target, first.path, times, values, interpolation, left, right, first.extras)
+
+
+def _rest_values(maps: BoneMaps) -> dict[str, np.ndarray]:
+    """The parent-relative values of a bone at rest, by path of the per-component channels."""
+    return {
+        "location": maps.rest_translation,
+        "rotation_euler": matrix_to_euler(maps.rest_rotation[None])[0],
+        "scale": maps.rest_scale,
+    }
 
 
 def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig: Rig):
@@ -502,10 +507,19 @@ def _parents_first(names: list[str], bones) -> list[str]:
 # -- bone channels, extract side --------------------------------------------------
 
 
-def split(channel: Channel, parts: list[SceneChannel]) -> list[Channel]:
-    """A whole-vector channel as the per-component channels it was merged from."""
+def split(channel: Channel, parts: list[SceneChannel], maps: BoneMaps) -> list[Channel]:
+    """A whole-vector channel as the per-component channels it was merged from, and as a new one each
+    other component an edit moved off its rest value (Blender plays it, so export writes it)."""
+    rest = _rest_values(maps).get(channel.path)
+    off_rest = np.zeros(0 if rest is None else len(rest), bool)
+    for values in (channel.values, channel.handles_left, channel.handles_right):
+        if rest is not None and values is not None:  # beyond float32 rounding of the pose mapped back
+            values = values[..., 1] if values.ndim == 3 else values
+            off_rest |= (np.abs(values - rest) > 1e-5 * np.maximum(1.0, np.abs(rest))).any(axis=0)
+    keyed = {part.index for part in parts}
+    moved = [SceneChannel({}, int(i)) for i in np.flatnonzero(off_rest) if i not in keyed]
     out = []
-    for part in parts:
+    for part in parts + moved:
         i = part.index
         out.append(
             Channel(

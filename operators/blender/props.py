@@ -18,6 +18,7 @@ SCENE_NAME = (
     "scene_name"  # object, material, image, collection: the name in the Scene (Blender may add ".001")
 )
 ANIMATIONS = "animations"  # armature data: the action groups imported for it
+REST_POSE = "rest_pose"  # armature data: pose bone → {pose path: values} it shows when no action keys it
 JOINT_ORDER = "joint_order"  # armature data: bone names in skeleton order
 BONE_DISPLAY = "bone_display"  # armature data: the skeleton's bone display rotation, 16 floats
 REST_SCALE = (

@@ -18,6 +18,7 @@ from retro_models.formats.ttyd.evaluate import Evaluator, world_matrices
 from retro_models.operators.blender import compat
 from ttyd_support import (
     ARM_SCALE,
+    BODY_NODE,
     TOLERANCE,
     evaluated_positions,
     model_bytes,
@@ -143,8 +144,12 @@ def test_edited_compensating_child_of_an_uneven_scale_exports_what_blender_plays
     assert np.abs(np.array(played) - game).max() < 1.5 * np.sqrt(3) / 32
 
 
-def test_new_action_exports_and_plays_as_keyed(imported):
-    files, armature, body = imported
+@pytest.mark.parametrize("scaled_arm", [False, True])
+def test_new_action_exports_and_plays_as_keyed(empty_scene, tmp_path, scaled_arm):
+    """A new action keys the body's rotation and location; on the scaled-arm model it does not key the
+    arm's scale, which rides in the pose: Blender plays it with the arm's rest scale, as the game does."""
+    files, armature, body = import_model(tmp_path, scaled_arm_bytes() if scaled_arm else model_bytes())
+    bpy.context.view_layer.update()  # the viewport's redraw, between the import and the user's switch
     # The game plays one animation: nothing but the new action may move the body in Blender.
     for owner in (body, body.data.shape_keys, body.data.materials[0].node_tree):
         owner.animation_data.action = None
@@ -152,6 +157,7 @@ def test_new_action_exports_and_plays_as_keyed(imported):
         key.value = 0.0
     action = bpy.data.actions.new("wave")
     armature.animation_data.action = action
+    bpy.context.view_layer.update()
     bone = armature.pose.bones["body"]
     bone.rotation_mode = "XYZ"
     for frame, angle in ((0, 0.0), (10, 0.8), (20, -0.3)):
@@ -198,3 +204,34 @@ def test_zero_rest_scale_poses_without_nan_and_keeps_unit_normals(empty_scene, t
     mesh.free()
     written = fmt.read(export(tmp_path, armature).read_bytes())
     assert len(written.normals) and np.allclose(np.linalg.norm(written.normals, axis=1), 1.0, atol=1e-5)
+
+
+def test_location_edit_on_a_rotated_bone_exports_every_changed_component(empty_scene, tmp_path):
+    """The body rests turned 30° about Z: walk keys its location Y only (float 25), which Blender shows
+    on two pose components. Moving the bone along its pose X moves it along the file's X and Y: export
+    writes both (float 24 gains entries), the rotation keeps its entries, and the game plays what
+    Blender played."""
+    model = fmt.read(model_bytes())
+    model.node_floats[BODY_NODE + 11] = 30.0  # rotation B about Z
+    files, armature, body = import_model(tmp_path, fmt.write(model))
+    location = {
+        fc.array_index: fc
+        for fc in compat.action_fcurves(armature.animation_data.action)
+        if fc.data_path == 'pose.bones["body"].location'
+    }
+    for key in location[0].keyframe_points:
+        for point in (key.co, key.handle_left, key.handle_right):
+            point.y += 0.5
+    location[0].update()
+    frames = np.arange(0.0, 10.0, 0.5)  # the body hides at 10
+    played = []
+    for frame in frames:
+        set_frame(frame)
+        played.append(evaluated_positions(body))
+    written = fmt.read(export(files, armature).read_bytes())
+    before, after = fmt.read(model_bytes()).animations[0].data, written.animations[0].data
+    assert node_entries(after, [BODY_NODE])  # the file's X moves now
+    others = np.arange(BODY_NODE + 3, BODY_NODE + 24)
+    assert node_entries(after, others) == node_entries(before, others)  # the rotation bit for bit
+    game = np.array(game_positions(written, 0, frames))
+    assert np.abs(np.array(played) - game).max() < QUANTISED

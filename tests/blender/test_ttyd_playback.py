@@ -13,6 +13,7 @@ import pytest
 import ttyd_fixtures as F
 from retro_models.formats.ttyd import convert
 from retro_models.formats.ttyd import model as fmt
+from retro_models.formats.ttyd.evaluate import world_matrices
 from retro_models.operators.animation import use_animation
 from retro_models.operators.blender import compat, props
 from retro_models.operators.blender.records import read_record
@@ -20,7 +21,9 @@ from ttyd_support import (
     BODY_NODE,
     TEXTURE_ROTATE,
     TEXTURE_SCALE,
+    TOLERANCE,
     assert_plays,
+    evaluated_positions,
     model_bytes,
     scaled_arm_bytes,
     set_frame,
@@ -137,3 +140,31 @@ def test_edited_texture_transform_exports_the_game_values(imported):
     np.testing.assert_allclose(written["translate"], [0.375, 0.0], atol=1e-6)
     np.testing.assert_allclose(written["scale"], TEXTURE_SCALE)
     assert written["rotate"] == pytest.approx(TEXTURE_ROTATE)
+
+
+def rest_positions(model) -> np.ndarray:
+    """The body's vertices as the game draws them when no animation plays."""
+    world = convert.default_axis() @ world_matrices(model, model.node_floats)
+    return model.positions.astype(np.float64) @ world[0][:3, :3].T + world[0][:3, 3]
+
+
+@pytest.mark.parametrize("animations", [True, False])
+def test_rest_pose_without_an_action_shows_the_uneven_scale(empty_scene, tmp_path, animations):
+    """No action plays (none imported, or the one playing unassigned): the arm's scale, which rides in
+    the pose, still shows, and every other bone is at rest, as the game draws the model at rest."""
+    data = scaled_arm_bytes()
+    (tmp_path / "c_test").write_bytes(data)
+    (tmp_path / "c_test_tex-").write_bytes(tpl_bytes())
+    assert bpy.ops.import_scene.ttyd_model(
+        filepath=str(tmp_path / "c_test"), import_animations=animations
+    ) == {"FINISHED"}
+    armature, body = next(o for o in bpy.data.objects if o.type == "ARMATURE"), bpy.data.objects["body"]
+    set_frame(5.0)  # walk, when imported, moves the body here
+    for owner in (armature, body, body.data.shape_keys, body.data.materials[0].node_tree):
+        if owner is not None and owner.animation_data is not None:
+            owner.animation_data.action = None
+    bpy.context.view_layer.update()  # as the Action editor's unlink does
+    for key in body.data.shape_keys.key_blocks[1:] if body.data.shape_keys else ():
+        key.value = 0.0
+    set_frame(6.0)
+    np.testing.assert_allclose(evaluated_positions(body), rest_positions(fmt.read(data)), atol=TOLERANCE)
