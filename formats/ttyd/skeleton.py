@@ -9,7 +9,8 @@ rotation B, no centres).
 An uneven rest scale above a group that an animation moves rides in the pose instead
 (``scale_in_pose``): the rests and meshes of that subtree are the world matrices without it
 (``scene_world``) and every animation keys the scale. Blender's bones hold no rest scale;
-the pose carries it, shear included, into the moving children, which is what the game draws.
+the pose carries it, shear included, into the moving children, which is what the game draws;
+with no animation keying it, the bone's rest pose does (``rest_pose_scales``).
 """
 
 from __future__ import annotations

@@ -514,8 +514,10 @@ def split(channel: Channel, parts: list[SceneChannel], maps: BoneMaps) -> list[C
     off_rest = np.zeros(0 if rest is None else len(rest), bool)
     for values in (channel.values, channel.handles_left, channel.handles_right):
         if rest is not None and values is not None:  # beyond float32 rounding of the pose mapped back
-            values = values[..., 1] if values.ndim == 3 else values
-            off_rest |= (np.abs(values - rest) > 1e-5 * np.maximum(1.0, np.abs(rest))).any(axis=0)
+            change = (values[..., 1] if values.ndim == 3 else values) - rest
+            if channel.path == "rotation_euler":  # an angle a turn away is the same
+                change = (change + np.pi) % (2 * np.pi) - np.pi
+            off_rest |= (np.abs(change) > 1e-5 * np.maximum(1.0, np.abs(rest))).any(axis=0)
     keyed = {part.index for part in parts}
     moved = [SceneChannel({}, int(i)) for i in np.flatnonzero(off_rest) if i not in keyed]
     out = []
