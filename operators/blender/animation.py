@@ -33,7 +33,7 @@ import secrets
 import bpy
 import numpy as np
 
-from ...formats.curves import loop_keys, sample, split_bezier, unloop_rows
+from ...formats.curves import bake_keys, loop_keys, sample, split_bezier, unloop_rows
 from ...formats.errors import FormatError
 from ...formats.scene import Animation, Channel, Scene
 from . import armature as bones
@@ -579,27 +579,73 @@ def fcurve_rows(fcurve) -> np.ndarray:
 def _keys_of_rows(curves: list[np.ndarray]):
     """(times, values (K, C), interpolation, handles_left, handles_right) of one channel's F-curve rows.
 
-    None when no F-curve has keys.
+    A channel has one interpolation, an F-curve one per key (its segment's; the last key's is unused).
+    Keys mixing LINEAR and BEZIER become BEZIER, each LINEAR segment's handles a third of the way
+    along its line (it plays the same); components keyed at different frames, or CONSTANT mixed with
+    the others, are baked to BEZIER keys that play as Blender does (``curves.bake_keys``). Other
+    Blender interpolations (SINE, BACK…) count as LINEAR. None when no F-curve has keys.
     """
     curves = [rows for rows in curves if len(rows)]
     if not curves:
         return None
-    names = [_INTERPOLATION_NAMES.get(int(rows[0, 6]), "") for rows in curves]
-    interpolation = names[0] if names[0] in ("CONSTANT", "LINEAR", "BEZIER") else "LINEAR"
+    codes = [_segment_codes(rows) for rows in curves]
+    used = set(np.concatenate(codes).tolist()) or {_segment_codes(curves[0][:1])[0]}
     times = curves[0][:, 0]
-    if all(len(rows) == len(times) for rows in curves):
+    same_times = all(len(rows) == len(times) and (rows[:, 0] == times).all() for rows in curves)
+    if len(used) == 1 and (same_times or used != {INTERPOLATION_CODES["BEZIER"]}):
+        interpolation = _INTERPOLATION_NAMES[used.pop()]
+        if not same_times:  # a curve of straight lines or steps is itself at the union of its keys
+            times = np.unique(np.concatenate([rows[:, 0] for rows in curves]))
+            columns = [sample(rows[:, 0], rows[:, 1:2], interpolation, None, None, times) for rows in curves]
+            return times, np.concatenate(columns, axis=1), interpolation, None, None
         keys = np.stack(curves, axis=1)  # (K, C, 7)
-        if (keys[:, :, 0] == times[:, None]).all():
-            if interpolation != "BEZIER":
-                return times, keys[:, :, 1], interpolation, None, None
-            return times, keys[:, :, 1], interpolation, keys[:, :, 2:4], keys[:, :, 4:6]
-    # Components keyed at different frames: resample all at the union of their key frames.
-    times = np.unique(np.concatenate([rows[:, 0] for rows in curves]))
-    columns = [
-        sample(rows[:, 0], rows[:, 1:2], name, rows[:, None, 2:4], rows[:, None, 4:6], times)[:, 0]
-        for rows, name in zip(curves, names, strict=True)
-    ]
-    return times, np.stack(columns, axis=1), "LINEAR", None, None
+        if interpolation != "BEZIER":
+            return times, keys[:, :, 1], interpolation, None, None
+        return times, keys[:, :, 1], interpolation, keys[:, :, 2:4], keys[:, :, 4:6]
+    if same_times and INTERPOLATION_CODES["CONSTANT"] not in used:
+        keys = np.stack(
+            [_linear_handles(rows, segment_codes) for rows, segment_codes in zip(curves, codes, strict=True)],
+            1,
+        )
+        return times, keys[:, :, 1], "BEZIER", keys[:, :, 2:4], keys[:, :, 4:6]
+    frames = np.unique(np.concatenate([rows[:, 0] for rows in curves]))
+    baked = bake_keys(frames, lambda at: np.concatenate([_played(rows, at) for rows in curves], axis=1))
+    return baked[0], baked[1], "BEZIER", baked[2], baked[3]
+
+
+def _segment_codes(rows: np.ndarray) -> np.ndarray:
+    """The interpolation code of each segment of an F-curve's rows (of its one key when it has one):
+    Blender's easings beyond CONSTANT, LINEAR and BEZIER count as LINEAR."""
+    codes = rows[:-1, 6] if len(rows) > 1 else rows[:, 6]
+    return np.where(codes > INTERPOLATION_CODES["BEZIER"], INTERPOLATION_CODES["LINEAR"], codes).astype(int)
+
+
+def _linear_handles(rows: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``rows`` with the handles on each side of a LINEAR segment a third of the way along it."""
+    rows = rows.copy()
+    linear = np.flatnonzero(codes == INTERPOLATION_CODES["LINEAR"])
+    step = (rows[linear + 1, :2] - rows[linear, :2]) / 3
+    rows[linear, 4:6] = rows[linear, :2] + step
+    rows[linear + 1, 2:4] = rows[linear + 1, :2] - step
+    return rows
+
+
+def _played(rows: np.ndarray, frames: np.ndarray) -> np.ndarray:
+    """(N, 1) values an F-curve of mixed interpolations plays at ``frames``."""
+    codes = _segment_codes(rows)
+    seg = np.clip(np.searchsorted(rows[:, 0], frames, side="right") - 1, 0, len(codes) - 1)
+    played = np.empty((len(frames), 1))
+    for code in np.unique(codes):
+        at = codes[seg] == code
+        played[at] = sample(
+            rows[:, 0],
+            rows[:, 1:2],
+            _INTERPOLATION_NAMES[code],
+            rows[:, None, 2:4],
+            rows[:, None, 4:6],
+            frames[at],
+        )
+    return played
 
 
 def _animation_of(action, record: AnimationRecord) -> Animation:

@@ -13,7 +13,7 @@ from builder_support import (
     random_quats,
 )
 from retro_models.formats import scene as sc
-from retro_models.formats.curves import slerp, slerp_keys, unslerp_keys
+from retro_models.formats.curves import sample, slerp, slerp_keys, unslerp_keys
 from retro_models.operators.blender import compat, props
 from retro_models.operators.blender.armature import bone_maps
 from retro_models.operators.blender.build import build_scene
@@ -125,6 +125,46 @@ def test_hand_made_action_is_exported(empty_scene):
         sc.quat_to_matrix(by_path["rotation_quaternion"].values[0]), local[:3, :3], atol=1e-5
     )
     assert skeleton.bone_names[2] == "bone2"
+
+
+def _mixed_keys(bone, index: int, keys):
+    """Keys of (frame, value, interpolation) on one component of a bone's location, each key with its own
+    interpolation."""
+    for frame, value, _ in keys:
+        bone.location[index] = value
+        bone.keyframe_insert("location", index=index, frame=frame)
+    (fcurve,) = [
+        fc for fc in compat.action_fcurves(bone.id_data.animation_data.action) if fc.array_index == index
+    ]
+    for point, (_, _, interpolation) in zip(fcurve.keyframe_points, keys, strict=True):
+        point.interpolation = interpolation
+
+
+def test_keys_of_mixed_interpolations_export_what_blender_plays(empty_scene):
+    """Per-key interpolations (a LINEAR key among Bézier ones, a CONSTANT step) and components keyed at
+    different frames export as the curve Blender plays, between frames too."""
+    result = build_scene(make_scene(), bpy.context)
+    armature = result.armatures[0]
+    action = bpy.data.actions.new("mixed")
+    armature.animation_data.action = action
+    bone, parent = armature.pose.bones["bone2"], armature.pose.bones["bone1"]
+    _mixed_keys(bone, 0, [(1, 0.0, "LINEAR"), (5, 1.0, "BEZIER"), (9, -0.5, "BEZIER"), (13, 0.2, "LINEAR")])
+    _mixed_keys(bone, 1, [(1, 0.3, "BEZIER"), (4, -1.0, "CONSTANT"), (10, 0.6, "BEZIER")])
+    _mixed_keys(bone, 2, [(1, 0.0, "BEZIER"), (7, 2.0, "BEZIER")])
+    (animation,) = extract_scene(bpy.context, armature, result.objects, actions=[action]).animations
+    (channel,) = [c for c in animation.channels if c.path == "location"]
+    for frame in np.arange(0.0, 14.0, 0.25):
+        bpy.context.scene.frame_set(int(frame), subframe=float(frame % 1))
+        local = np.linalg.inv(np.array(parent.matrix)) @ np.array(bone.matrix)
+        got = sample(
+            channel.times,
+            channel.values,
+            channel.interpolation,
+            channel.handles_left,
+            channel.handles_right,
+            [frame],
+        )[0]
+        np.testing.assert_allclose(got, local[:3, 3], atol=1e-4, err_msg=f"frame {frame}")
 
 
 def test_bezier_bone_channels_round_trip(empty_scene):
