@@ -682,3 +682,29 @@ def unloop_rows(rows: np.ndarray, sides: dict, component: str) -> np.ndarray:
             else np.concatenate([restored, rows[count:]])
         )
     return rows
+
+
+def euler_order_to_matrix(e: np.ndarray, order: str) -> np.ndarray:
+    """(K, 3) euler angles (radians, by axis x, y, z) applied in ``order`` (Blender's rotation modes
+    'XYZ' … 'ZYX': the first axis first) → (K, 3, 3)."""
+    e = np.asarray(e, np.float64)
+    m = np.broadcast_to(np.eye(3), (len(e), 3, 3))
+    for axis in order:
+        i = "XYZ".index(axis)
+        j, k = (i + 1) % 3, (i + 2) % 3
+        c, s = np.cos(e[:, i]), np.sin(e[:, i])
+        turn = np.zeros((len(e), 3, 3))
+        turn[:, i, i] = 1
+        turn[:, j, j] = turn[:, k, k] = c
+        turn[:, k, j], turn[:, j, k] = s, -s
+        m = turn @ m
+    return m
+
+
+def axis_angle_to_quat(a: np.ndarray) -> np.ndarray:
+    """(K, 4) Blender axis-angles (angle, x, y, z) → (K, 4) quaternions (w, x, y, z); a zero axis is no turn."""
+    a = np.asarray(a, np.float64)
+    length = np.linalg.norm(a[:, 1:], axis=1)
+    half = np.where(length > 0, a[:, 0], 0.0) / 2
+    axis = a[:, 1:] / np.where(length > 0, length, 1.0)[:, None]
+    return np.concatenate([np.cos(half)[:, None], np.sin(half)[:, None] * axis], axis=1)

@@ -33,9 +33,17 @@ import secrets
 import bpy
 import numpy as np
 
-from ...formats.curves import bake_keys, loop_keys, sample, split_bezier, unloop_rows
+from ...formats.curves import (
+    axis_angle_to_quat,
+    bake_keys,
+    euler_order_to_matrix,
+    loop_keys,
+    sample,
+    split_bezier,
+    unloop_rows,
+)
 from ...formats.errors import FormatError
-from ...formats.scene import Animation, Channel, Scene
+from ...formats.scene import Animation, Channel, Scene, matrix_to_quat
 from . import armature as bones
 from . import compat, material, mesh, props
 from .records import (
@@ -518,7 +526,8 @@ def extract_animations(context, armature_obj, skeleton, mesh_objs, materials, ac
     for action in actions:
         record = records.get(action.as_pointer())
         if record is None:
-            animations.append(_untagged_animation(context, action, maps))
+            modes = {b.name: b.rotation_mode for b in armature_obj.pose.bones} if armature_obj else {}
+            animations.append(_untagged_animation(context, action, maps, modes))
             continue
         members = [
             (a, records[a.as_pointer()]) for a in tagged if records[a.as_pointer()].group == record.group
@@ -719,7 +728,9 @@ def _channel_of(record: ChannelRecord, source: SceneChannel, target: str) -> Cha
     )
 
 
-def _untagged_animation(context, action, maps) -> Animation:
+def _untagged_animation(context, action, maps, modes: dict[str, str]) -> Animation:
+    """The Scene animation of an action made in Blender; ``modes``: pose bone → rotation mode (a bone
+    plays only the rotation curves of its mode)."""
     render = context.scene.render
     start, end = action.frame_range
     animation = Animation(
@@ -733,12 +744,53 @@ def _untagged_animation(context, action, maps) -> Animation:
         pose = pose_target(data_path)
         if pose is None:
             continue
+        bone, path = pose
+        mode = modes.get(bone, "QUATERNION")
+        if path in _ROTATION_MODES and mode not in _ROTATION_MODES[path]:
+            continue  # Blender does not play it
         keys = _keys_of_rows([fcurve_rows(fc) for fc in fcurves])
         if keys is None:
             continue
         times, values, interpolation, left, right = keys
-        channel = Channel("bone", pose[0], pose[1], times, values, interpolation, left, right)
-        channel = bones.relative_channel(channel, pose[1], maps, None)
+        channel = Channel("bone", bone, path, times, values, interpolation, left, right)
+        if path == "rotation_axis_angle" or (path == "rotation_euler" and mode != "XYZ"):
+            channel, path = _as_quaternions(channel, mode), "rotation_quaternion"
+        channel = bones.relative_channel(channel, path, maps, None)
         if channel is not None:
             animation.channels.append(channel)
     return animation
+
+
+# The rotation curves each pose rotation mode plays.
+_ROTATION_MODES = {
+    "rotation_quaternion": ("QUATERNION",),
+    "rotation_axis_angle": ("AXIS_ANGLE",),
+    "rotation_euler": ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"),
+}
+
+
+def _as_quaternions(channel: Channel, mode: str) -> Channel:
+    """A pose channel of axis-angles, or eulers in another order than XYZ, as the quaternion channel that
+    plays the same rotations: its keys again for steps, else Bézier keys baked along it."""
+
+    def quaternions(frames):
+        rotations = sample(
+            channel.times,
+            channel.values,
+            channel.interpolation,
+            channel.handles_left,
+            channel.handles_right,
+            frames,
+        )
+        if mode == "AXIS_ANGLE":
+            return axis_angle_to_quat(rotations)
+        return matrix_to_quat(euler_order_to_matrix(rotations, mode))
+
+    if channel.interpolation == "CONSTANT":
+        keys = (channel.times, quaternions(channel.times), None, None)
+    else:
+        keys = bake_keys(channel.times, quaternions, quaternion=True)
+    channel.path = "rotation_quaternion"
+    channel.times, channel.values, channel.handles_left, channel.handles_right = keys
+    channel.interpolation = "CONSTANT" if channel.interpolation == "CONSTANT" else "BEZIER"
+    return channel

@@ -2,6 +2,7 @@
 
 import bpy
 import numpy as np
+import pytest
 from builder_support import (
     assert_close,
     assert_scenes_equal,
@@ -165,6 +166,41 @@ def test_keys_of_mixed_interpolations_export_what_blender_plays(empty_scene):
             [frame],
         )[0]
         np.testing.assert_allclose(got, local[:3, 3], atol=1e-4, err_msg=f"frame {frame}")
+
+
+@pytest.mark.parametrize("mode", ["AXIS_ANGLE", "ZXY", "YZX", "XYZ"])
+def test_every_rotation_mode_exports_what_blender_plays(empty_scene, mode):
+    """Axis-angle keys and eulers in any order export as the rotation Blender plays, between frames too;
+    the bone's other rotation curves, which Blender does not play, are left out."""
+    result = build_scene(make_scene(), bpy.context)
+    armature = result.armatures[0]
+    action = bpy.data.actions.new("turns")
+    armature.animation_data.action = action
+    bone, parent = armature.pose.bones["bone2"], armature.pose.bones["bone1"]
+    bone.keyframe_insert("rotation_quaternion", frame=1)  # not played once the mode changes
+    bone.rotation_mode = mode
+    for frame, angle in ((1, 0.0), (9, 1.3), (15, -0.4)):
+        if mode == "AXIS_ANGLE":
+            bone.rotation_axis_angle = (angle, 0.3, 0.5, 0.8)
+            bone.keyframe_insert("rotation_axis_angle", frame=frame)
+        else:
+            bone.rotation_euler = (angle, 0.4 * angle, -angle)
+            bone.keyframe_insert("rotation_euler", frame=frame)
+    (animation,) = extract_scene(bpy.context, armature, result.objects, actions=[action]).animations
+    (channel,) = [c for c in animation.channels if c.path.startswith("rotation")]
+    for frame in np.arange(0.0, 16.0, 0.25):
+        bpy.context.scene.frame_set(int(frame), subframe=float(frame % 1))
+        local = np.linalg.inv(np.array(parent.matrix)) @ np.array(bone.matrix)
+        keys = (
+            channel.times,
+            channel.values,
+            channel.interpolation,
+            channel.handles_left,
+            channel.handles_right,
+        )
+        got = sample(*keys, [frame])
+        got = euler_matrix(got[0]) if channel.path == "rotation_euler" else sc.quat_to_matrix(got[0])
+        np.testing.assert_allclose(got, local[:3, :3], atol=1e-4, err_msg=f"frame {frame}")
 
 
 def test_bezier_bone_channels_round_trip(empty_scene):
