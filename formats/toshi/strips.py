@@ -12,15 +12,23 @@ import numpy as np
 MAX_PIECE_INDICES = 7500
 
 
-def to_triangles(strip: np.ndarray) -> np.ndarray:
-    """(F, 3) int32 triangles of a strip, degenerate ones dropped."""
+def to_triangles(strip: np.ndarray, lengths=None) -> np.ndarray:
+    """(F, 3) int32 triangles of a strip, degenerate ones dropped; with ``lengths``, of the strips of
+    those lengths one after another (each decoded on its own, in order)."""
     s = np.asarray(strip, dtype=np.int32)
     if len(s) < 3:
         return np.zeros((0, 3), np.int32)
     a, b, c = s[:-2], s[1:-1], s[2:]
-    odd = (np.arange(len(a)) & 1).astype(bool)
-    tris = np.stack([np.where(odd, b, a), np.where(odd, a, b), c], axis=1)
+    k = np.arange(len(a))
     keep = (a != b) & (b != c) & (a != c)
+    if lengths is not None:  # k counts from each strip's start; a triangle must end in its strip
+        lengths = np.asarray(lengths, np.int64)
+        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)[:-2]
+        ends = np.repeat(np.cumsum(lengths), lengths)[:-2]
+        keep &= k + 2 < ends
+        k = k - starts
+    odd = (k & 1).astype(bool)
+    tris = np.stack([np.where(odd, b, a), np.where(odd, a, b), c], axis=1)
     return tris[keep]
 
 
