@@ -326,13 +326,21 @@ def draw_skin(model: Model, world: np.ndarray, filename: str = "<bytes>") -> Ski
     binds = inverse_binds(model)
     matrices = np.zeros((count, 4, 4))
     matrices[rigid] = world[values[rigid]]
-    for d in np.flatnonzero(~rigid):
-        e = values[d]
-        span = slice(starts[e], starts[e] + evp1.counts[e])
-        js, ws = envelope_joints[span], evp1.weights[span].astype(np.float64)
-        joints[d, : len(js)] = js
-        weights[d, : len(js)] = ws
-        matrices[d] = np.einsum("k,kij->ij", ws, world[js] @ binds[js])
+    weighted = np.flatnonzero(~rigid)
+    envelope = values[weighted]
+    present = np.arange(k) < evp1.counts[envelope][:, None]  # (W, k): the envelope's influences
+    entry = np.where(present, np.asarray(starts, np.int64)[envelope][:, None] + np.arange(k), 0)
+    joints[weighted] = np.where(present, envelope_joints[entry] if len(envelope_joints) else 0, 0)
+    weights[weighted] = np.where(present, evp1.weights[entry] if len(envelope_joints) else 0, 0)
+    # Each influence's world @ inverse bind, summed by weight in influence order.
+    products = world[envelope_joints] @ binds[envelope_joints]
+    blended = np.zeros((len(weighted), 4, 4))
+    for i in range(k):
+        rows = present[:, i]
+        blended[rows] += (
+            evp1.weights[entry[rows, i]].astype(np.float64)[:, None, None] * products[entry[rows, i]]
+        )
+    matrices[weighted] = blended
     return Skin(joints, weights, matrices)
 
 
