@@ -337,7 +337,7 @@ def _skin(model, pieces, vertices, where: str, filename: str) -> tuple[np.ndarra
     table = np.full((len(pieces), width + 1), -1, np.int64)  # last column: "outside the palette"
     for pi, p in enumerate(pieces):
         table[pi, : len(p.palette)] = p.palette
-    slot = np.minimum(vertices["bones"].astype(np.int64) // 3, width)
+    slot = np.minimum(vertices["bones"] // 3, min(width, 255 // 3))  # a byte reaches entry 85 at most
     joints = table[owner[:, None], slot]
     used = vertices["weights"] > 0
     bad = used & ((joints < 0) | (joints >= len(model.nodes)))

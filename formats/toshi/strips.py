@@ -19,17 +19,20 @@ def to_triangles(strip: np.ndarray, lengths=None) -> np.ndarray:
     if len(s) < 3:
         return np.zeros((0, 3), np.int32)
     a, b, c = s[:-2], s[1:-1], s[2:]
-    k = np.arange(len(a))
     keep = (a != b) & (b != c) & (a != c)
-    if lengths is not None:  # k counts from each strip's start; a triangle must end in its strip
+    odd = np.zeros(len(a), bool)
+    odd[1::2] = True
+    if lengths is not None:  # odd counts from each strip's start; a triangle must end in its strip
         lengths = np.asarray(lengths, np.int64)
-        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)[:-2]
-        ends = np.repeat(np.cumsum(lengths), lengths)[:-2]
-        keep &= k + 2 < ends
-        k = k - starts
-    odd = (k & 1).astype(bool)
-    tris = np.stack([np.where(odd, b, a), np.where(odd, a, b), c], axis=1)
-    return tris[keep]
+        ends = np.cumsum(lengths)
+        keep &= np.arange(2, len(s)) < np.repeat(ends, lengths)[:-2]
+        odd ^= np.repeat((ends - lengths) & 1, lengths)[:-2].astype(bool)
+    a, b, c, odd = a[keep], b[keep], c[keep], odd[keep]
+    tris = np.empty((len(a), 3), np.int32)
+    tris[:, 0] = np.where(odd, b, a)
+    tris[:, 1] = np.where(odd, a, b)
+    tris[:, 2] = c
+    return tris
 
 
 def canonical(triangles: np.ndarray) -> np.ndarray:
