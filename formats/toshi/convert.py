@@ -81,7 +81,8 @@ NEW_TEXTURE_HEADER = {"flags": 0, "unknown1": 0, "unknown2": 0, "unknown3": 0xFF
 
 
 def _floats(values) -> list[float]:
-    return [float(v) for v in np.asarray(values, dtype=np.float32).ravel()]
+    """The values as single floats, given as Python floats (each the double of its single)."""
+    return np.asarray(values, dtype=np.float32).ravel().astype(np.float64).tolist()
 
 
 def _axis3(axis) -> np.ndarray:

@@ -95,8 +95,9 @@ def _mesh_data(mesh: Mesh, materials, result) -> bpy.types.Mesh:
         (triangles[:, 0] != triangles[:, 1])
         & (triangles[:, 1] != triangles[:, 2])
         & (triangles[:, 0] != triangles[:, 2])
-        & ((triangles >= 0) & (triangles < len(mesh.positions))).all(axis=1)
     )
+    if len(triangles) and not (0 <= triangles.min() and triangles.max() < len(mesh.positions)):
+        keep &= ((triangles >= 0) & (triangles < len(mesh.positions))).all(axis=1)
     if not keep.all():
         result.warnings.append(f"{mesh.name}: {int((~keep).sum())} degenerate triangles left out")
         triangles = triangles[keep]
