@@ -480,6 +480,26 @@ def _strongest(vertices, bones, weights, vertex_count: int, bone_count: int, inf
     return np.where(strongest > 0, joints, 0), strongest, int((totals[:, 0] <= 0).sum())
 
 
+def grouped_skin(joints: np.ndarray, weights: np.ndarray, bone_count: int, influences: int | None):
+    """``strongest_bones`` of the weights ``add_vertex_groups`` gives the vertex groups (of a bone
+    named twice for a vertex, the larger weight): what the export reads back, without the groups."""
+    joints = np.asarray(joints, np.int64)
+    weights = np.asarray(weights, np.float32)
+    vertex_count = len(joints)
+    vertices = np.repeat(np.arange(vertex_count), joints.shape[1])
+    joints, weights = joints.ravel(), weights.ravel()
+    used = (weights > 0) & (joints >= 0) & (joints < bone_count)
+    vertices, joints, weights = vertices[used], joints[used], weights[used]
+    # By vertex, then bone (as the groups read back); a bone named twice keeps its larger weight.
+    key = vertices << 32 | joints
+    order = np.argsort(key, kind="stable")
+    key, weights = key[order], weights[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
+    weights = np.maximum.reduceat(weights, starts) if len(key) else weights
+    key = key[starts]
+    return _strongest(key >> 32, key & 0xFFFFFFFF, weights, vertex_count, bone_count, influences)
+
+
 def group_weights(joints: np.ndarray, weights: np.ndarray, bone_count: int) -> np.ndarray:
     """(V, bone_count) float32: the weights ``add_vertex_groups`` gives each vertex group, those
     ``vertex_group_weights`` reads back (of a bone named twice for a vertex, the larger weight)."""

@@ -116,6 +116,24 @@ def test_vertex_groups_read_back_in_bulk(empty_scene):
     assert mesh_module.strongest_bones(np.float32([[0.3, 0.1]]), 4)[0].tolist() == [[0, 1]]
 
 
+def test_the_skin_read_back_is_known_without_reading_the_groups():
+    """``grouped_skin`` (a J3D import's digest) equals the strongest bones of the dense weights the
+    vertex groups get, with bones named twice per vertex, bones outside the skeleton and ties."""
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        joints = rng.integers(-1, 7, (rng.integers(0, 30), rng.integers(1, 5)))
+        weights = rng.choice([0, 0.25, 0.3, 0.5, 1.0], joints.shape).astype(np.float32)
+        for influences in (None, 1, joints.shape[1], 6):
+            expected = mesh_module.strongest_bones(mesh_module.group_weights(joints, weights, 6), influences)
+            got = mesh_module.grouped_skin(joints, weights, 6, influences)
+            if expected[0] is None:
+                assert got == (None, None, 0)
+                continue
+            np.testing.assert_array_equal(got[0], expected[0])
+            np.testing.assert_array_equal(got[1], expected[1])
+            assert got[2] == expected[2]
+
+
 def linear_blend(mesh, skeleton, world, positions):
     skinning = world @ np.linalg.inv(skeleton.rest)
     homogeneous = np.concatenate([positions, np.ones((len(positions), 1))], axis=1)
