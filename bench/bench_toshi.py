@@ -209,8 +209,11 @@ def _prepare_floor(scene):
     meshes = []
     for mesh in scene.meshes:
         corners = np.ascontiguousarray(mesh.triangles, np.int32).ravel()
-        uv = mesh.uv_layers[0]
-        uv_data = np.asarray(uv.data, np.float32)
+        uvs = None
+        if mesh.uv_layers:  # the first UV map (J3D models may have none, or several)
+            uv = mesh.uv_layers[0]
+            uv_data = np.asarray(uv.data, np.float32)
+            uvs = np.ascontiguousarray(uv_data[corners] if uv.domain == "POINT" else uv_data).ravel()
         meshes.append(
             {
                 "name": mesh.name,
@@ -218,9 +221,14 @@ def _prepare_floor(scene):
                 "positions": np.ascontiguousarray(mesh.positions, np.float32).ravel(),
                 "corners": corners,
                 "loop_starts": np.arange(0, len(corners), 3, dtype=np.int32),
-                "normals": np.ascontiguousarray(mesh.normals.data, np.float32),
-                "uvs": np.ascontiguousarray(uv_data[corners] if uv.domain == "POINT" else uv_data).ravel(),
-                "weights": _weight_calls(np.asarray(mesh.skin_joints), np.asarray(mesh.skin_weights)),
+                "normals": None
+                if mesh.normals is None
+                else np.ascontiguousarray(mesh.normals.data, np.float32),
+                "normals per vertex": mesh.normals is not None and mesh.normals.domain == "POINT",
+                "uvs": uvs,
+                "weights": []
+                if mesh.skin_joints is None
+                else _weight_calls(np.asarray(mesh.skin_joints), np.asarray(mesh.skin_weights)),
             }
         )
     actions = []
@@ -262,10 +270,14 @@ def _floor_once(meshes, actions, bone_names) -> dict[str, float]:
         data.polygons.foreach_set("loop_start", m["loop_starts"])
         data.update(calc_edges=True)
         # A UV map is a FLOAT2 corner attribute: its generic setter is ~6x faster than uv_layers[].data.
-        data.attributes[data.uv_layers.new(name="UVMap").name].data.foreach_set("vector", m["uvs"])
+        if m["uvs"] is not None:
+            data.attributes[data.uv_layers.new(name="UVMap").name].data.foreach_set("vector", m["uvs"])
         stages["mesh"] += clock() - start
         start = clock()
-        data.normals_split_custom_set_from_vertices(m["normals"])
+        if m["normals per vertex"]:
+            data.normals_split_custom_set_from_vertices(m["normals"])
+        elif m["normals"] is not None:
+            data.normals_split_custom_set(m["normals"])
         stages["normals"] += clock() - start
         start = clock()
         obj = bpy.data.objects.new(m["name"], data)
@@ -273,7 +285,9 @@ def _floor_once(meshes, actions, bone_names) -> dict[str, float]:
         for bone, weight, vertices in m["weights"]:
             groups[bone].add(vertices, weight, "REPLACE")
         stages["weights"] += clock() - start
-        if bpy.app.version >= (4, 5, 0):  # for the report: free normals, a plain attribute (not deformed)
+        if (
+            bpy.app.version >= (4, 5, 0) and m["normals per vertex"]
+        ):  # for the report: free normals, a plain attribute (not deformed)
             copy = bpy.data.meshes.new("free normals")
             copy.vertices.add(m["count"])
             start = clock()

@@ -55,10 +55,10 @@ def after_build(scene, result) -> list[str]:
 
 def _record_for_export(scene, result) -> None:
     """Each material's MAT3 slot, and each mesh's geometry digest as the extractor reads it back: its
-    skin from the weights the vertex groups were given (``mesh.group_weights``, which reads the same as
+    skin from the weights the vertex groups were given (``mesh.grouped_skin``, which reads the same as
     the groups without evaluating the scene), the rest read from the mesh."""
     from .blender.extract import extract_mesh
-    from .blender.mesh import group_weights, strongest_bones
+    from .blender.mesh import grouped_skin
 
     for slot, material in enumerate(result.materials):
         props.set_extras(material, {**props.get_extras(material), model_export.SLOT: slot})
@@ -66,8 +66,9 @@ def _record_for_export(scene, result) -> None:
     for obj, source in zip(result.objects, scene.meshes, strict=True):
         mesh = extract_mesh(bpy.context, obj, None, None, _Materials(), [])  # no armature: no skin read
         if source.skin_weights is not None:
-            dense = group_weights(source.skin_joints, source.skin_weights, bone_count)
-            mesh.skin_joints, mesh.skin_weights, _ = strongest_bones(dense, source.skin_weights.shape[1])
+            mesh.skin_joints, mesh.skin_weights, _ = grouped_skin(
+                source.skin_joints, source.skin_weights, bone_count, source.skin_weights.shape[1]
+            )
         props.set_extras(obj.data, {**mesh.extras, model_export.GEOMETRY: model_export.mesh_digest(mesh)})
 
 

@@ -326,13 +326,21 @@ def draw_skin(model: Model, world: np.ndarray, filename: str = "<bytes>") -> Ski
     binds = inverse_binds(model)
     matrices = np.zeros((count, 4, 4))
     matrices[rigid] = world[values[rigid]]
-    for d in np.flatnonzero(~rigid):
-        e = values[d]
-        span = slice(starts[e], starts[e] + evp1.counts[e])
-        js, ws = envelope_joints[span], evp1.weights[span].astype(np.float64)
-        joints[d, : len(js)] = js
-        weights[d, : len(js)] = ws
-        matrices[d] = np.einsum("k,kij->ij", ws, world[js] @ binds[js])
+    weighted = np.flatnonzero(~rigid)
+    envelope = values[weighted]
+    present = np.arange(k) < evp1.counts[envelope][:, None]  # (W, k): the envelope's influences
+    entry = np.where(present, np.asarray(starts, np.int64)[envelope][:, None] + np.arange(k), 0)
+    joints[weighted] = np.where(present, envelope_joints[entry] if len(envelope_joints) else 0, 0)
+    weights[weighted] = np.where(present, evp1.weights[entry] if len(envelope_joints) else 0, 0)
+    # Each influence's world @ inverse bind, summed by weight in influence order.
+    products = world[envelope_joints] @ binds[envelope_joints]
+    blended = np.zeros((len(weighted), 4, 4))
+    for i in range(k):
+        rows = present[:, i]
+        blended[rows] += (
+            evp1.weights[entry[rows, i]].astype(np.float64)[:, None, None] * products[entry[rows, i]]
+        )
+    matrices[weighted] = blended
     return Skin(joints, weights, matrices)
 
 
@@ -406,79 +414,92 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
     dtype = np.dtype({"names": [f"a{a}" for a in fields], "formats": formats})
     stride = dtype.itemsize
     lists = shp1.lists
-    slots = np.full(10, -1, np.int64)
-    records, draws = [], []
-    primitive_kinds, primitive_counts, primitive_firsts = [], [], []
+    # The walk finds where each primitive's vertices are (a command's length is in the command, so
+    # it goes one command at a time); the vertices are then read and checked in one numpy pass.
+    slots = [-1] * 10
+    packet_slots, packet_starts = [], []
+    kinds, counts, starts, packets = [], [], [], []  # per primitive of the packets read whole
     primitives: dict[int, int] = {}
-    sent = 0
+    broken = None  # the walk's error: raised after the checks of the packets before it
     first_group, first_packet = int(entry["first_group"]), int(entry["first_packet"])
     for p in range(int(entry["packet_count"])):
         group = shp1.groups[first_group + p]
         packet = shp1.packets[first_packet + p]
         first, count = int(group["first"]), int(group["count"])
         if count > 10:
-            raise FormatError(
+            broken = FormatError(
                 filename,
                 model.table_offset(shp1, "groups") + 8 * (first_group + p),
                 f"SHP1 shape {shape} packet {p} loads {count} matrix slots (at most 10)",
             )
-        loaded = shp1.slots[first : first + count].astype(np.int64)
-        keep = loaded == 0xFFFF
-        slots[:count] = np.where(keep, slots[:count], loaded)
+            break
+        for k, loaded in enumerate(shp1.slots[first : first + count].tolist()):
+            if loaded != 0xFFFF:  # 0xFFFF keeps what the slot held
+                slots[k] = loaded
         start, size = int(packet["offset"]), int(packet["size"])
         if start + size > len(lists):
-            raise FormatError(
+            broken = FormatError(
                 filename,
                 model.table_offset(shp1, "packets") + 8 * (first_packet + p),
                 f"SHP1 shape {shape} packet {p} display list runs past its data",
             )
+            break
         pos, end = start, start + size
-        packet_records = []
+        found = []  # (kind, vertex count, first vertex's byte)
         while pos < end:
             command = lists[pos]
             if command == 0:
                 break
             kind = command & 0xF8
             if kind not in PRIMITIVES or pos + 3 > end:
-                raise FormatError(
+                broken = FormatError(
                     filename, lists_at + pos, f"SHP1 shape {shape}: display-list command 0x{command:02X}"
                 )
+                break
             n = int.from_bytes(lists[pos + 1 : pos + 3], "big")
             pos += 3
             if pos + n * stride > end:
-                raise FormatError(
+                broken = FormatError(
                     filename,
                     lists_at + pos - 2,
                     f"SHP1 shape {shape}: a primitive of {n} vertices runs past its display list",
                 )
-            packet_records.append(np.frombuffer(lists, dtype, n, pos))
-            primitive_kinds.append(kind)
-            primitive_counts.append(n)
-            primitive_firsts.append(sent)
+                break
+            found.append((kind, n, pos))
             primitives[kind] = primitives.get(kind, 0) + 1
-            sent += n
             pos += n * stride
-        if not packet_records:
-            continue
-        block = np.concatenate(packet_records)
-        slot = (
-            block[f"a{PNMTXIDX}"].astype(np.int64) // 3
-            if PNMTXIDX in fields
-            else np.zeros(len(block), np.int64)
+        if broken is not None:
+            break
+        for kind, n, at in found:
+            kinds.append(kind)
+            counts.append(n)
+            starts.append(at)
+            packets.append(len(packet_starts))
+        packet_slots.append(list(slots))
+        packet_starts.append(start)
+    counts = np.asarray(counts, np.int64)
+    firsts = np.cumsum(counts) - counts  # each primitive's first vertex among those sent
+    sent = int(counts.sum())
+    record_at = np.repeat(np.asarray(starts, np.int64) - firsts * stride, counts) + np.arange(sent) * stride
+    if stride:
+        block = np.frombuffer(lists, np.uint8)[record_at[:, None] + np.arange(stride)].view(dtype).reshape(-1)
+    else:
+        block = np.zeros(sent, dtype)
+    packet_of = np.repeat(np.asarray(packets, np.int64), counts)
+    slot = block[f"a{PNMTXIDX}"].astype(np.int64) // 3 if PNMTXIDX in fields else np.zeros(sent, np.int64)
+    table = np.asarray(packet_slots, np.int64).reshape(-1, 10)
+    draw = table[packet_of, np.minimum(slot, 9)]
+    wrong = (slot >= 10) | (draw < 0)
+    if wrong.any():  # the first packet with a wrong vertex; a slot past 9 is checked before an empty one
+        p = packet_of[np.argmax(wrong)]
+        problem = (
+            "a vertex uses matrix slot past 9"
+            if (slot[packet_of == p] >= 10).any()
+            else "a vertex uses a matrix slot nothing loaded"
         )
-        if (slot >= 10).any():
-            raise FormatError(
-                filename, lists_at + start, f"SHP1 shape {shape}: a vertex uses matrix slot past 9"
-            )
-        draw = slots[slot]
-        if (draw < 0).any():
-            raise FormatError(
-                filename, lists_at + start, f"SHP1 shape {shape}: a vertex uses a matrix slot nothing loaded"
-            )
-        records.append(block)
-        draws.append(draw)
-    block = np.concatenate(records) if records else np.zeros(0, dtype)
-    draw = np.concatenate(draws) if draws else np.zeros(0, np.int64)
+        raise FormatError(filename, lists_at + packet_starts[p], f"SHP1 shape {shape}: {problem}")
+    if broken is not None:
+        raise broken
     if len(draw) and draw.max() >= len(model.drw1.kinds):
         raise FormatError(
             filename,
@@ -486,7 +507,7 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
             f"SHP1 shape {shape}: a matrix slot names a draw matrix past DRW1's ({len(model.drw1.kinds)})",
         )
     indices = {a: block[f"a{a}"].astype(np.int64) for a in fields if a >= POS}
-    tris = expand(primitive_kinds, primitive_counts, primitive_firsts)
+    tris = expand(kinds, counts, firsts)
     return ShapeGeometry(indices, draw, tris.astype(np.int64), primitives, int(entry["packet_count"]))
 
 

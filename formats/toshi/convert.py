@@ -82,7 +82,8 @@ NEW_TEXTURE_HEADER = {"flags": 0, "unknown1": 0, "unknown2": 0, "unknown3": 0xFF
 
 
 def _floats(values) -> list[float]:
-    return [float(v) for v in np.asarray(values, dtype=np.float32).ravel()]
+    """The values as single floats, given as Python floats (each the double of its single)."""
+    return np.asarray(values, dtype=np.float32).ravel().astype(np.float64).tolist()
 
 
 def _axis3(axis) -> np.ndarray:
@@ -264,18 +265,20 @@ def _mesh(
     )
     count = len(vertices)
     where = f"LOD {li} mesh {mi} ({mesh.material!r})"
-    piece_tris = [strips.to_triangles(p.strip) for p in pieces]
-    for pi, piece in enumerate(pieces):
-        outside = (piece.strip < 0) | (piece.strip >= count)
-        if outside.any():
-            k = int(np.argmax(outside))
-            raise FormatError(
-                filename,
-                piece.strip_offset(k),
-                f"{where} piece {pi}: strip index {k} ({int(piece.strip[k])}) reaches outside the mesh's "
-                f"{count} vertices",
-            )
-    triangles = np.concatenate(piece_tris) if piece_tris else np.zeros((0, 3), np.int32)
+    lengths = [len(p.strip) for p in pieces]
+    strip = np.concatenate([p.strip for p in pieces]) if pieces else np.zeros(0, np.int32)
+    outside = (strip < 0) | (strip >= count)
+    if outside.any():
+        at = int(np.argmax(outside))
+        pi = int(np.searchsorted(np.cumsum(lengths), at, side="right"))
+        k = at - sum(lengths[:pi])
+        raise FormatError(
+            filename,
+            pieces[pi].strip_offset(k),
+            f"{where} piece {pi}: strip index {k} ({int(strip[at])}) reaches outside the mesh's "
+            f"{count} vertices",
+        )
+    triangles = strips.to_triangles(strip, lengths)
     joints, weights = _skin(model, pieces, vertices, where, filename)
 
     key = tml_format.sort_key(mesh.material)
@@ -336,7 +339,7 @@ def _skin(model, pieces, vertices, where: str, filename: str) -> tuple[np.ndarra
     table = np.full((len(pieces), width + 1), -1, np.int64)  # last column: "outside the palette"
     for pi, p in enumerate(pieces):
         table[pi, : len(p.palette)] = p.palette
-    slot = np.minimum(vertices["bones"].astype(np.int64) // 3, width)
+    slot = np.minimum(vertices["bones"] // 3, min(width, 255 // 3))  # a byte reaches entry 85 at most
     joints = table[owner[:, None], slot]
     used = vertices["weights"] > 0
     bad = used & ((joints < 0) | (joints >= len(model.nodes)))
@@ -1027,8 +1030,7 @@ def _reuse_mesh(scene: Scene, mesh: Mesh, node_count: int, axis3) -> tmd_format.
     if sum(vertex_counts) != count or len(all_strips) != sum(index_counts):
         return None
     piece_strips = np.split(all_strips, np.cumsum(index_counts)[:-1]) if index_counts else []
-    decoded = [strips.to_triangles(s) for s in piece_strips]
-    triangles = np.concatenate(decoded) if decoded else np.zeros((0, 3), np.int32)
+    triangles = strips.to_triangles(all_strips, index_counts)
     if not np.array_equal(triangles, np.asarray(mesh.triangles)):
         return None
     if all_strips.size and (all_strips.min() < 0 or all_strips.max() >= count):

@@ -12,16 +12,27 @@ import numpy as np
 MAX_PIECE_INDICES = 7500
 
 
-def to_triangles(strip: np.ndarray) -> np.ndarray:
-    """(F, 3) int32 triangles of a strip, degenerate ones dropped."""
+def to_triangles(strip: np.ndarray, lengths=None) -> np.ndarray:
+    """(F, 3) int32 triangles of a strip, degenerate ones dropped; with ``lengths``, of the strips of
+    those lengths one after another (each decoded on its own, in order)."""
     s = np.asarray(strip, dtype=np.int32)
     if len(s) < 3:
         return np.zeros((0, 3), np.int32)
     a, b, c = s[:-2], s[1:-1], s[2:]
-    odd = (np.arange(len(a)) & 1).astype(bool)
-    tris = np.stack([np.where(odd, b, a), np.where(odd, a, b), c], axis=1)
     keep = (a != b) & (b != c) & (a != c)
-    return tris[keep]
+    odd = np.zeros(len(a), bool)
+    odd[1::2] = True
+    if lengths is not None:  # odd counts from each strip's start; a triangle must end in its strip
+        lengths = np.asarray(lengths, np.int64)
+        ends = np.cumsum(lengths)
+        keep &= np.arange(2, len(s)) < np.repeat(ends, lengths)[:-2]
+        odd ^= np.repeat((ends - lengths) & 1, lengths)[:-2].astype(bool)
+    a, b, c, odd = a[keep], b[keep], c[keep], odd[keep]
+    tris = np.empty((len(a), 3), np.int32)
+    tris[:, 0] = np.where(odd, b, a)
+    tris[:, 1] = np.where(odd, a, b)
+    tris[:, 2] = c
+    return tris
 
 
 def canonical(triangles: np.ndarray) -> np.ndarray:

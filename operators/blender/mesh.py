@@ -95,8 +95,9 @@ def _mesh_data(mesh: Mesh, materials, result) -> bpy.types.Mesh:
         (triangles[:, 0] != triangles[:, 1])
         & (triangles[:, 1] != triangles[:, 2])
         & (triangles[:, 0] != triangles[:, 2])
-        & ((triangles >= 0) & (triangles < len(mesh.positions))).all(axis=1)
     )
+    if len(triangles) and not (0 <= triangles.min() and triangles.max() < len(mesh.positions)):
+        keep &= ((triangles >= 0) & (triangles < len(mesh.positions))).all(axis=1)
     if not keep.all():
         result.warnings.append(f"{mesh.name}: {int((~keep).sum())} degenerate triangles left out")
         triangles = triangles[keep]
@@ -383,71 +384,125 @@ def _collection_name(context, obj) -> str:
     return props.scene_name(collection)
 
 
-def vertex_group_weights(context, obj, names: list[str]) -> np.ndarray:
-    """(V, len(names)) weights of the vertex groups named ``names`` (0 where absent).
+# Vertex groups read per Geometry Nodes modifier (each passes this many groups through).
+_GROUPS_PER_READER = 8
 
-    Read in bulk through a temporary geometry-nodes object that copies each
-    group into a float attribute; the mesh itself is not changed.
+
+def vertex_group_weights(context, obj, names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(vertices, bones, weights): every weight above 0 of the vertex groups named ``names`` (a bone is
+    an index into ``names``), by bone, then by vertex.
+
+    Blender (4.2 to 5.0) has no bulk getter for vertex weights (only ``VertexGroup.weight(vertex)``),
+    so a temporary object on the same mesh evaluates Geometry Nodes modifiers that turn each group
+    into a float attribute, read with ``foreach_get``; the mesh itself is not changed. Each modifier
+    names its groups in its own settings (an input read from an attribute, an output written to
+    one), so one small pass-through tree serves them all: a tree's cost grows with the square of
+    its sockets.
     """
     vertex_count = len(obj.data.vertices)
-    weights = np.zeros((vertex_count, len(names)), np.float32)
     present = [i for i, n in enumerate(names) if n in obj.vertex_groups]
     if not present:
-        return weights
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    width = min(_GROUPS_PER_READER, len(present))
     tree = bpy.data.node_groups.new("vertex group reader", "GeometryNodeTree")
     reader = bpy.data.objects.new("vertex group reader", obj.data)
+    # In a scene of its own, the depsgraph evaluates the reader alone.
+    scene = bpy.data.scenes.new("vertex group reader")
     try:
-        tree.interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
-        tree.interface.new_socket(name="Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
-        geometry = tree.nodes.new("NodeGroupInput").outputs[0]
-        for i in present:
-            group = tree.nodes.new("GeometryNodeInputNamedAttribute")
-            group.data_type = "FLOAT"
-            group.inputs["Name"].default_value = names[i]
-            store = tree.nodes.new("GeometryNodeStoreNamedAttribute")
-            store.data_type = "FLOAT"
-            store.domain = "POINT"
-            store.inputs["Name"].default_value = f"weight {i}"
-            tree.links.new(geometry, store.inputs["Geometry"])
-            tree.links.new(group.outputs["Attribute"], store.inputs["Value"])
-            geometry = store.outputs["Geometry"]
-        tree.links.new(geometry, tree.nodes.new("NodeGroupOutput").inputs[0])
-        reader.modifiers.new("weights", "NODES").node_group = tree
-        context.scene.collection.objects.link(reader)
-        evaluated = reader.evaluated_get(context.evaluated_depsgraph_get()).data
+        interface = tree.interface
+        interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+        interface.new_socket(name="Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+        sockets = [
+            tuple(
+                interface.new_socket(name=f"group {k}", in_out=side, socket_type="NodeSocketFloat").identifier
+                for side in ("INPUT", "OUTPUT")
+            )
+            for k in range(width)
+        ]
+        group_input, group_output = tree.nodes.new("NodeGroupInput"), tree.nodes.new("NodeGroupOutput")
+        for k in range(width + 1):  # the geometry, then each group
+            tree.links.new(group_input.outputs[k], group_output.inputs[k])
+        for start in range(0, len(present), width):
+            modifier = reader.modifiers.new("weights", "NODES")
+            modifier.node_group = tree
+            for (source, target), i in zip(sockets, present[start : start + width], strict=False):
+                modifier[f"{source}_use_attribute"] = True
+                modifier[f"{source}_attribute_name"] = names[i]
+                modifier[f"{target}_attribute_name"] = f"vertex group reader {i}"
+        scene.collection.objects.link(reader)
+        with context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
+            evaluated = reader.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
         column = np.empty(vertex_count, np.float32)
+        vertices, bones, weights = [], [], []
         for i in present:
-            evaluated.attributes[f"weight {i}"].data.foreach_get("value", column)
-            weights[:, i] = column
+            evaluated.attributes[f"vertex group reader {i}"].data.foreach_get("value", column)
+            weighted = np.flatnonzero(column > 0)
+            vertices.append(weighted)
+            bones.append(np.full(len(weighted), i))
+            weights.append(column[weighted])
     finally:
-        bpy.data.objects.remove(reader)
-        bpy.data.node_groups.remove(tree)
-    return weights
+        bpy.data.batch_remove([reader, scene, tree])  # one pass over the file's users, not three
+    return np.concatenate(vertices), np.concatenate(bones), np.concatenate(weights)
 
 
 def _skin(context, obj, skeleton: Skeleton, influences: int | None):
     """Strongest bones per vertex, normalised; and how many vertices have no weight at all."""
-    return strongest_bones(vertex_group_weights(context, obj, skeleton.bone_names), influences)
+    vertices, bones, weights = vertex_group_weights(context, obj, skeleton.bone_names)
+    return _strongest(vertices, bones, weights, len(obj.data.vertices), len(skeleton.bone_names), influences)
 
 
 def strongest_bones(dense: np.ndarray, influences: int | None):
     """(joints, weights, unweighted vertex count) of (V, bones) weights: per vertex the ``influences``
     strongest bones (all it has when None), normalised; (None, None, 0) when nothing is weighted."""
-    if not dense.any():
+    vertices, bones = np.nonzero(dense > 0)
+    return _strongest(vertices, bones, dense[vertices, bones], *dense.shape, influences)
+
+
+def _strongest(vertices, bones, weights, vertex_count: int, bone_count: int, influences: int | None):
+    """``strongest_bones`` of the weights above 0 given as (vertex, bone, weight) entries."""
+    if not len(vertices):
         return None, None, 0
-    count = influences or int((dense > 0).sum(axis=1).max())
-    # Strongest first; equal weights by bone index (stable sort of the negated weights).
-    order = np.argsort(-dense, axis=1, kind="stable")[:, :count]
-    weights = np.take_along_axis(dense, order, axis=1)
-    totals = weights.sum(axis=1, keepdims=True)
-    weights = np.where(totals > 0, weights / np.where(totals > 0, totals, 1), 0).astype(np.float32)
-    joints = np.where(weights > 0, order, 0).astype(np.int32)
-    return joints, weights, int((totals[:, 0] <= 0).sum())
+    weights = np.asarray(weights, np.float32)
+    per_vertex = np.bincount(vertices, minlength=vertex_count)
+    count = min(influences or int(per_vertex.max()), bone_count)
+    # Strongest first, equal weights in the order given (by bone): one stable sort on (vertex,
+    # inverted weight bits), which order positive float32 like the weights.
+    key = vertices.astype(np.int64) << 32 | (~weights.view(np.uint32)).astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    rank = np.arange(len(order)) - np.repeat(np.cumsum(per_vertex) - per_vertex, per_vertex)
+    kept, slot = order[rank < count], rank[rank < count]
+    strongest = np.zeros((vertex_count, count), np.float32)
+    joints = np.zeros((vertex_count, count), np.int32)
+    strongest[vertices[kept], slot] = weights[kept]
+    joints[vertices[kept], slot] = bones[kept]
+    totals = strongest.sum(axis=1, keepdims=True)
+    strongest = np.where(totals > 0, strongest / np.where(totals > 0, totals, 1), 0).astype(np.float32)
+    return np.where(strongest > 0, joints, 0), strongest, int((totals[:, 0] <= 0).sum())
+
+
+def grouped_skin(joints: np.ndarray, weights: np.ndarray, bone_count: int, influences: int | None):
+    """``strongest_bones`` of the weights ``add_vertex_groups`` gives the vertex groups (of a bone
+    named twice for a vertex, the larger weight): what the export reads back, without the groups."""
+    joints = np.asarray(joints, np.int64)
+    weights = np.asarray(weights, np.float32)
+    vertex_count = len(joints)
+    vertices = np.repeat(np.arange(vertex_count), joints.shape[1])
+    joints, weights = joints.ravel(), weights.ravel()
+    used = (weights > 0) & (joints >= 0) & (joints < bone_count)
+    vertices, joints, weights = vertices[used], joints[used], weights[used]
+    # By vertex, then bone (as the groups read back); a bone named twice keeps its larger weight.
+    key = vertices << 32 | joints
+    order = np.argsort(key, kind="stable")
+    key, weights = key[order], weights[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
+    weights = np.maximum.reduceat(weights, starts) if len(key) else weights
+    key = key[starts]
+    return _strongest(key >> 32, key & 0xFFFFFFFF, weights, vertex_count, bone_count, influences)
 
 
 def group_weights(joints: np.ndarray, weights: np.ndarray, bone_count: int) -> np.ndarray:
-    """(V, bone_count) float32: the weights ``add_vertex_groups`` gives each vertex group, as
-    ``vertex_group_weights`` reads them back (of a bone named twice for a vertex, the larger weight)."""
+    """(V, bone_count) float32: the weights ``add_vertex_groups`` gives each vertex group, those
+    ``vertex_group_weights`` reads back (of a bone named twice for a vertex, the larger weight)."""
     joints = np.asarray(joints, np.int64)
     weights = np.asarray(weights, np.float32)
     dense = np.zeros((joints.shape[0], bone_count), np.float32)

@@ -4,6 +4,7 @@ import bpy
 import numpy as np
 from builder_support import KEY_FRAMES, attribute, expected_world, make_scene
 from retro_models.formats import scene as sc
+from retro_models.operators.blender import mesh as mesh_module
 from retro_models.operators.blender import props
 from retro_models.operators.blender.build import build_scene
 from retro_models.operators.blender.extract import extract_scene
@@ -65,6 +66,72 @@ def test_weights(built):
         for g in v.groups:
             got[v.index, int(names[g.group][4:])] = g.weight
     np.testing.assert_array_equal(got, expected)
+
+
+def test_vertex_groups_read_back_in_bulk(empty_scene):
+    """More groups than one reader modifier passes, a bone without a group and a group without a bone:
+    the bulk read gives what Blender holds per vertex, and leaves nothing behind."""
+    rng = np.random.default_rng(7)
+    mesh = bpy.data.meshes.new("weights")
+    mesh.vertices.add(300)
+    obj = bpy.data.objects.new("weights", mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    names = [f"bone{i}" for i in range(20)]
+    for name in [*names[:-1], "not a bone"]:
+        group = obj.vertex_groups.new(name=name)
+        for weight in (0.25, 0.5, rng.random()):  # ties between groups
+            group.add(rng.choice(300, 40, replace=False).tolist(), weight, "REPLACE")
+    counts = [len(c) for c in (bpy.data.objects, bpy.data.scenes, bpy.data.node_groups)]
+
+    vertices, bones, weights = mesh_module.vertex_group_weights(bpy.context, obj, names)
+
+    expected = np.zeros((300, len(names)), np.float32)
+    for vertex in mesh.vertices:
+        for element in vertex.groups:
+            name = obj.vertex_groups[element.group].name
+            if name in names:
+                expected[vertex.index, names.index(name)] = element.weight
+    got = np.zeros_like(expected)
+    got[vertices, bones] = weights
+    np.testing.assert_array_equal(got, expected)
+    assert (weights > 0).all() and len(weights) == np.count_nonzero(expected)
+    assert [len(c) for c in (bpy.data.objects, bpy.data.scenes, bpy.data.node_groups)] == counts
+    assert bpy.context.scene == empty_scene
+    for influences in (None, 2):  # the sparse and the dense way to the strongest bones agree
+        joints, strongest, unweighted = mesh_module.strongest_bones(expected, influences)
+        skeleton = sc.Skeleton(
+            "rig", names, np.full(len(names), -1, np.int32), np.tile(np.eye(4), (20, 1, 1))
+        )
+        sparse = mesh_module._skin(bpy.context, obj, skeleton, influences)
+        np.testing.assert_array_equal(sparse[0], joints)
+        np.testing.assert_array_equal(sparse[1], strongest)
+        assert sparse[2] == unweighted == int((expected.sum(axis=1) == 0).sum())
+    # Strongest first, equal weights by bone; fewer bones than influences: as many columns as bones.
+    joints, strongest, unweighted = mesh_module.strongest_bones(
+        np.float32([[0.2, 0.4, 0, 0.4], [0, 0, 0, 0]]), 2
+    )
+    assert (
+        joints.tolist() == [[1, 3], [0, 0]] and strongest.tolist() == [[0.5, 0.5], [0, 0]] and unweighted == 1
+    )
+    assert mesh_module.strongest_bones(np.float32([[0.3, 0.1]]), 4)[0].tolist() == [[0, 1]]
+
+
+def test_the_skin_read_back_is_known_without_reading_the_groups():
+    """``grouped_skin`` (a J3D import's digest) equals the strongest bones of the dense weights the
+    vertex groups get, with bones named twice per vertex, bones outside the skeleton and ties."""
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        joints = rng.integers(-1, 7, (rng.integers(0, 30), rng.integers(1, 5)))
+        weights = rng.choice([0, 0.25, 0.3, 0.5, 1.0], joints.shape).astype(np.float32)
+        for influences in (None, 1, joints.shape[1], 6):
+            expected = mesh_module.strongest_bones(mesh_module.group_weights(joints, weights, 6), influences)
+            got = mesh_module.grouped_skin(joints, weights, 6, influences)
+            if expected[0] is None:
+                assert got == (None, None, 0)
+                continue
+            np.testing.assert_array_equal(got[0], expected[0])
+            np.testing.assert_array_equal(got[1], expected[1])
+            assert got[2] == expected[2]
 
 
 def linear_blend(mesh, skeleton, world, positions):

@@ -158,7 +158,9 @@ def blender_corners(obj, bone_names: list[str]) -> Corners:
         if data.uv_layers
         else np.zeros((3 * count, 2))
     )
-    weights = vertex_group_weights(bpy.context, obj, bone_names)
+    weights = np.zeros((len(data.vertices), len(bone_names)))
+    vertex, bone, weight = vertex_group_weights(bpy.context, obj, bone_names)
+    weights[vertex, bone] = weight
     totals = weights.sum(axis=1, keepdims=True)
     weights = weights / np.where(totals > 0, totals, 1)
     return Corners(vertex_positions(obj)[vertices], uvs, normals, weights[vertices])

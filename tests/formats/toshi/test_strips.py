@@ -15,6 +15,15 @@ def test_decode_alternates_winding_and_drops_degenerates():
     assert strips.to_triangles([3, 4]).shape == (0, 3)
 
 
+def test_strips_one_after_another_decode_each_on_its_own():
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        pieces = [rng.integers(0, 6, rng.choice([0, 1, 2, 3, 4, 7, 10])) for _ in range(rng.integers(1, 6))]
+        each = [strips.to_triangles(p) for p in pieces]
+        together = strips.to_triangles(np.concatenate(pieces), [len(p) for p in pieces])
+        np.testing.assert_array_equal(together, np.concatenate(each))
+
+
 def test_stripify_keeps_triangles_and_winding():
     rng = np.random.default_rng(3)
     n = 30
