@@ -20,7 +20,7 @@ from .animation import extract_animations
 from .armature import extract_skeleton, rest_position
 from .image import extract_image
 from .material import extract_material
-from .mesh import extract_mesh, modifiers_applied, vertex_group_weights  # noqa: F401  (imported from here by the operators)
+from .mesh import extract_mesh, modifiers_applied
 
 
 def extract_scene(

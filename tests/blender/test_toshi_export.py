@@ -18,7 +18,7 @@ import retro_models
 from demo_creature import demo_files
 from retro_models.formats.toshi import convert, strips, tkl, tmd, tml
 from retro_models.operators.blender import compat
-from retro_models.operators.blender.extract import vertex_group_weights
+from retro_models.operators.blender.mesh import vertex_group_weights
 
 DEMO = demo_files()
 NODE_NAMES = tmd.read(DEMO["demo.tmd"]).node_names()
