@@ -51,9 +51,10 @@ build: validate
 demo: $(VENV)/.stamp
 	$(VENV)/bin/python tools/render.py demo --out build/demo
 
-# Every workload of issue 20 with its ratios and goals (bench/bench.py), then the format-only benches.
+# Every workload of issue 20 with its ratios and goals (bench/bench.py, which rewrites README's speed
+# table), then the format-only benches.
 bench: $(VENV)/.stamp
-	$(VENV)/bin/python bench/bench.py
+	$(VENV)/bin/python bench/bench.py --readme README.md
 	$(VENV)/bin/python bench/bench_toshi_format.py
 	$(VENV)/bin/python bench/bench_build.py
 	$(VENV)/bin/python bench/bench_textures.py

@@ -12,7 +12,9 @@ Workloads (``WORKLOADS``; a new one is a function returning its numbers and a ``
 - ``keys10m``: ten million keys (10 animations × 60 bones × 7 F-curves × 2,381 keys): memory;
 - ``j3d``: a J3D model (``bench_j3d_model.py``'s generated tube: 207,200 triangles, 100 joints, weighted);
 - ``j3d-archive``: the corpus's SunshineMario.arc with every animation that belongs to its models;
-- batch import: its place is marked below (``batch``).
+- ``batch``: the batch import of the corpus (``tools/batch_import.py --out-dir``) with one worker process
+  and with two: the wall-clock speed-up, and the speed-up in CPU seconds (the one-worker run's CPU time
+  over the two-worker run's planning plus its busier worker's CPU time: what two idle cores would give).
 
 The floor of a workload is Blender's own bulk calls for what the import made, its arrays prepared
 before the clock (``floor_of``): mesh attributes by ``foreach_set``, custom normals, vertex groups
@@ -21,12 +23,16 @@ grouped by (bone, weight), and each action's F-curves by ``fcurves.new`` + ``key
 action), then ``import_scene.gltf`` timed in an empty scene. Memory: the peak resident size of the
 workload's process (``ru_maxrss``) above its size once the input was in memory. Times are the process's
 CPU seconds (``clock``), so that other work on a shared machine skews them less.
+
+``--readme README.md`` rewrites the table between README's two ``make bench`` markers with the run's
+rows and the machine it ran on (``make bench`` does).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import importlib.metadata
 import json
 import os
 import resource
@@ -44,6 +50,7 @@ HERE = Path(__file__).resolve().parent
 # RETRO_BENCH_CLOCK=wall times the wall clock instead.
 clock = time.perf_counter if os.environ.get("RETRO_BENCH_CLOCK") == "wall" else time.process_time
 CHAIN = (1000, 2000, 4000, 8000)
+GLTF_CHAIN = 1000  # the longest chain also imported through glTF (its exporter recurses down the chain)
 GOALS = {  # issue 20
     "import/floor": 1.25,
     "import/glTF": 0.25,
@@ -53,6 +60,8 @@ GOALS = {  # issue 20
     "memory/floor": 1.5,
     "archive import s": 60.0,  # issue 15: an archive with hundreds of animations in well under a minute
 }
+AT_LEAST = {"speed-up, wall": 1.6, "speed-up, CPU": 1.6}  # issue 18: -j 2 on this 2-core machine
+MARKERS = ("<!-- make bench: start -->", "<!-- make bench: end -->")
 
 
 @dataclass
@@ -62,11 +71,19 @@ class Row:
     value: float
     detail: str = ""
 
+    def goal(self) -> tuple[str, str]:
+        """The goal (``≤ 1.25``) and whether the value meets it; empty without a goal."""
+        if self.measure in AT_LEAST:
+            goal = AT_LEAST[self.measure]
+            return f"≥ {goal:g}", "meets" if self.value >= goal else "MISSES"
+        if self.measure in GOALS:
+            goal = GOALS[self.measure]
+            return f"≤ {goal:g}", "meets" if self.value <= goal else "MISSES"
+        return "", ""
+
     def line(self) -> str:
-        goal = GOALS.get(self.measure)
-        verdict = "" if goal is None else ("meets" if self.value <= goal else "MISSES")
-        goal_text = "" if goal is None else f"≤ {goal:g}"
-        return f"  {self.workload:12} {self.measure:16} {self.value:9.3f}  {goal_text:8} {verdict:7} {self.detail}"
+        goal, verdict = self.goal()
+        return f"  {self.workload:12} {self.measure:16} {self.value:9.3f}  {goal:8} {verdict:7} {self.detail}"
 
 
 # -- in the workload's process ----------------------------------------------------------
@@ -265,7 +282,7 @@ def workload_tmrf(folder: Path, quick: bool, bones: int) -> dict:
     path = folder / f"chain{bones}.tmdl"
     path.write_bytes(media.write(convert.from_scene(chain_scene(bones))))
     numbers = import_and_floor(
-        lambda: convert.to_scene(media.read(path.read_bytes())), folder, gltf=bones <= 1000
+        lambda: convert.to_scene(media.read(path.read_bytes())), folder, gltf=bones <= GLTF_CHAIN
     )
     numbers["bones"] = bones
     return numbers
@@ -365,6 +382,34 @@ def workload_j3d_archive(folder: Path, quick: bool) -> dict:
     return {"import": seconds, "actions": report.counts["actions"], "models": report.counts["armatures"]}
 
 
+def workload_batch(folder: Path, quick: bool) -> dict:
+    """The corpus through the batch import with one worker and with two (quick: its j3d folder): wall
+    and CPU seconds (this process's children: the batch and its workers), and each worker's CPU seconds;
+    nothing when the corpus is absent."""
+    corpus = HERE.parent.parent / "shared" / "corpus"
+    if not corpus.exists():
+        return {}
+    numbers = {}
+    for jobs in (1, 2):
+        summary = folder / f"batch{jobs}.json"
+        before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+        subprocess.run(
+            [
+                sys.executable,
+                str(HERE.parent / "tools" / "batch_import.py"),
+                str(corpus / "j3d" if quick else corpus),
+                *("--out-dir", str(folder / f"batch{jobs}"), "-j", str(jobs), "--json", str(summary)),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        workers = json.loads(summary.read_text())["worker_cpu_seconds"]
+        numbers[f"j{jobs}"] = {"wall": wall, "cpu": cpu, "workers": workers}
+    return numbers
+
+
 WORKLOADS = {
     "toshi": workload_toshi,
     "ttyd": workload_ttyd,
@@ -373,7 +418,7 @@ WORKLOADS = {
     "keys10m-floor": workload_floor_memory,
     "j3d": workload_j3d,
     "j3d-archive": workload_j3d_archive,
-    # "batch": batch import of the corpus with 1 and 2 workers (bench_archives.py, being added).
+    "batch": workload_batch,
 }
 
 
@@ -386,10 +431,11 @@ def run(name: str, folder: Path, quick: bool) -> dict:
     command = [sys.executable, __file__, "--in-process", name, "--out", str(out)] + (
         ["--quick"] if quick else []
     )
-    start = time.perf_counter()
+    start, load = time.perf_counter(), os.getloadavg()[0]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL if name != "toshi" else None)
     numbers = json.loads(out.read_text())
     numbers["wall"] = time.perf_counter() - start
+    numbers["load"] = [load, os.getloadavg()[0]]
     return numbers
 
 
@@ -498,6 +544,24 @@ def rows(results: dict) -> list[Row]:
                 f"({archive['import'] / archive['actions'] * 1e3:.0f} ms per action)",
             )
         )
+    batch = results.get("batch")
+    if batch:
+        one, two = batch["j1"], batch["j2"]
+        critical = two["cpu"] - sum(two["workers"]) + max(two["workers"])
+        table += [
+            Row(
+                "batch",
+                "speed-up, wall",
+                one["wall"] / two["wall"],
+                f"-j 1: {one['wall']:.1f} s, -j 2: {two['wall']:.1f} s",
+            ),
+            Row(
+                "batch",
+                "speed-up, CPU",
+                one["cpu"] / critical,
+                f"{one['cpu']:.1f} s / {critical:.1f} s (workers {' + '.join(f'{w:.1f}' for w in two['workers'])} s)",
+            ),
+        ]
     keys, floor = results.get("keys10m"), results.get("keys10m-floor")
     if keys and floor:
         table.append(
@@ -511,10 +575,66 @@ def rows(results: dict) -> list[Row]:
     return table
 
 
+def every_row() -> list[tuple[str, str]]:
+    """(workload, measure) of every row a full run makes, in order (``rows`` of stand-in numbers)."""
+
+    class Ones(dict):
+        """Every number 1; every key there but ``absent``."""
+
+        def __init__(self, absent=()):
+            super().__init__(one=1)
+            self.absent = set(absent)
+
+        def __missing__(self, key):
+            return [1] if key == "workers" else Ones() if key in ("j1", "j2") else 1
+
+        def __contains__(self, key):
+            return key not in self.absent
+
+    chains = {f"tmrf{n}": Ones(() if n <= GLTF_CHAIN else ("gltf import",)) for n in CHAIN}
+    return [(r.workload, r.measure) for r in rows({name: chains.get(name) or Ones() for name in WORKLOADS})]
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def table_line(row: Row, when: str) -> str:
+    goal, verdict = row.goal()
+    return f"| {row.workload} | {row.measure} | {row.value:.3g} | {f'{goal} {verdict}'.strip()} | {row.detail} | {when} |"
+
+
+def write_readme(path: Path, table: list[Row], results: dict, machine: str) -> None:
+    """README's table between ``MARKERS``: a line for each of ``every_row``: this run's value, else the
+    one the table had (workloads not run this time), else "not measured"."""
+    text = path.read_text(encoding="utf-8")
+    start, end = (text.index(m) for m in MARKERS)
+    previous = {
+        tuple(_cells(line)[:2]): line for line in text[start:end].splitlines() if line.startswith("| ")
+    }
+    loads = [v for r in results.values() for v in r["load"]]
+    when = f"{time.strftime('%Y-%m-%d', time.gmtime())}, load {min(loads):.1f}–{max(loads):.1f}"
+    made = {(row.workload, row.measure): table_line(row, when) for row in table}
+    lines = [
+        MARKERS[0],
+        machine,
+        "",
+        "| workload | measure | value | goal | detail | measured |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key in every_row():
+        goal, _ = Row(*key, 0.0).goal()
+        lines.append(
+            made.get(key) or previous.get(key) or f"| {key[0]} | {key[1]} | — | {goal} | not measured yet | |"
+        )
+    path.write_text(text[:start] + "\n".join(lines) + "\n" + text[end:], encoding="utf-8")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a check that it runs")
     parser.add_argument("--only", nargs="*", choices=list(WORKLOADS), help="these workloads only")
+    parser.add_argument("--readme", type=Path, help="rewrite the table between the markers of this README")
     parser.add_argument("--in-process", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -532,16 +652,24 @@ def main(argv=None) -> int:
     for name in args.only or list(WORKLOADS):
         print(f"[{time.strftime('%H:%M:%S')}] {name}…", file=sys.stderr, flush=True)
         results[name] = run(name, folder, args.quick)
-    print(
-        f"\nmake bench ({'wall' if clock is time.perf_counter else 'CPU'} seconds): "
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+    machine = (
+        f"`make bench` ({'wall' if clock is time.perf_counter else 'CPU'} seconds): "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, bpy {importlib.metadata.version('bpy')}, "
         f"Python {platform.python_version()}, load average {load:.1f} → {os.getloadavg()[0]:.1f}"
     )
+    print(f"\n{machine}")
     print(f"  {'workload':12} {'measure':16} {'value':>9}  {'goal':8} verdict")
-    for row in rows(results):
+    table = rows(results)
+    for row in table:
         print(row.line())
-    print("  batch        (batch import with 1 and 2 workers: being added, bench_archives.py)")
     print(f"(total {time.perf_counter() - wall:.0f} s)")
+    if args.readme:
+        write_readme(
+            args.readme,
+            table,
+            results,
+            machine + (f"; this run: {', '.join(args.only)}" if args.only else ""),
+        )
     return 0
 
 

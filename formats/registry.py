@@ -51,6 +51,8 @@ class Importer:
     applies_to_selection: Callable[[Scene], bool] | None = None
     # Extensions of the files beside a model that this import loads with it (its Animations option on).
     pairs: tuple[str, ...] = ()
+    # path → the models of a file that holds several (an archive): [] for none; None for a model file.
+    models: Callable[[str], list[str] | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -209,6 +211,7 @@ FAMILIES: tuple[Family, ...] = (
             j3d_files.ModelImportOptions,
             j3d_files.load_model,
             pairs=j3d_files.PAIRED_EXTENSIONS,
+            models=j3d_files.archive_models,
         ),
         Exporter(
             "export_scene.j3d_model",

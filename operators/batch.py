@@ -5,12 +5,14 @@
 
 INPUTs are files, folders (searched recursively) and glob patterns. Each file's family is
 found by its content (formats/registry.py); files found in folders or by globs that are not
-models (textures, companion files) are skipped and listed. A file that applies to a selection
+models (textures, companion files, archives without models) are skipped and listed. A file that applies to a selection
 (J3D animations, TMRF animation-only files) goes onto the armature of the model imported just
 before it from its folder, as the import operator puts it on the selected armature.
 
-Worker processes (``-j``, every core by default) each run their own Blender; this process only
-plans, prints and, for ``--out``, joins the workers' .blend files into one. Exit status: 0 when
+Worker processes (``-j``, every core by default) each run their own Blender, the jobs that read the
+most bytes first; this process only plans, prints and, for ``--out``, joins the workers' .blend files
+into one. An archive of several models is one job: its models are imported together, as File > Import
+does (appending one model's .blend to another's in Blender costs more than importing it there). Exit status: 0 when
 every file imported, 1 when some failed, 2 for a wrong command line.
 
 Module-level imports are the standard library only: worker processes load the add-on by path.
@@ -224,6 +226,22 @@ def classify(entry: Entry, explicit: bool, options: dict[str, dict]) -> bool | N
     return applies(scene)
 
 
+def holds_no_model(entry: Entry, explicit: bool) -> bool:
+    """Whether the model file is an archive without models (``Importer.models``): then skipped, or failed
+    when it was named."""
+    from ..formats import registry
+    from ..formats.errors import RetroError
+
+    listed = next(f for f in registry.FAMILIES if f.name == entry.family).importer.models
+    try:
+        if listed is None or listed(entry.path) != []:
+            return False
+    except (RetroError, OSError):
+        return False  # the worker reports the file's error
+    entry.status, entry.error = ("failed" if explicit else "skipped"), "an archive that holds no model"
+    return True
+
+
 def paired(entries: list[Entry], applied: list[bool | None], options: dict[str, dict]) -> list[int]:
     """The applied files a model import of their folder loads itself (``Importer.pairs``, its
     Animations option on), so that they are not applied to a model a second time."""
@@ -266,6 +284,12 @@ def plan(entries: list[Entry], applied: list[bool]) -> tuple[list[list[int]], li
         else:
             orphans.append(i)
     return jobs, orphans
+
+
+def weight(paths: list[str], paired_bytes: dict[str, int]) -> int:
+    """A job's work, as the bytes it reads: its files and those its model's import loads with it (the
+    batch starts the longest jobs first, so that the last to finish is short)."""
+    return sum(os.path.getsize(p) for p in paths) + paired_bytes.get(os.path.dirname(paths[0]), 0)
 
 
 def blend_names(jobs: list[list[int]], entries: list[Entry], out_dir: str) -> list[str]:
@@ -319,7 +343,7 @@ def serve() -> None:
         for line in sys.stdin:
             job = json.loads(line)
             results = run_job(bpy, job["paths"], job["families"], job["options"], job["blend"])
-            print(RESULT + json.dumps(results), flush=True)
+            print(RESULT + json.dumps({"results": results, "cpu": time.process_time()}), flush=True)
     finally:
         unregister()  # the bpy 4.2 module crashes on exit while an add-on is registered
 
@@ -365,6 +389,7 @@ class Pool:
         self.jobs: queue.Queue = queue.Queue()
         self.lock = threading.Lock()
         self.processes = [self._start() for _ in range(n)]
+        self.cpu: dict[int, float] = {}  # worker process → the CPU seconds it has used
 
     def run(self, jobs: list[dict], done) -> None:
         """Every job through the workers; ``done(job, results)`` runs for each as it finishes."""
@@ -400,15 +425,16 @@ class Pool:
         process.stdin.close()
         process.wait()
 
-    @staticmethod
-    def _ask(process: subprocess.Popen, job: dict) -> list[dict] | None:
+    def _ask(self, process: subprocess.Popen, job: dict) -> list[dict] | None:
         """The worker's results for one job; None when it died on the way."""
         try:
             process.stdin.write(json.dumps(job) + "\n")
             process.stdin.flush()
             for line in process.stdout:
                 if line.startswith(RESULT):
-                    return json.loads(line[len(RESULT) :])
+                    reply = json.loads(line[len(RESULT) :])
+                    self.cpu[process.pid] = reply["cpu"]
+                    return reply["results"]
         except (OSError, ValueError):
             pass
         process.kill()
@@ -421,21 +447,40 @@ class Pool:
 
 def join_blends(parts: list[str], out: str) -> None:
     """One .blend holding everything the parts hold: the first opened, the others' collections,
-    actions and images appended (unused actions and images too: a model keeps its other animations)."""
+    actions and images appended (unused actions and images too: a model keeps its other animations).
+    An appended material or image renamed for a name taken is renamed in its import's record too."""
     import bpy
+
+    from .blender import props
 
     bpy.ops.wm.open_mainfile(filepath=parts[0], load_ui=False)
     for part in parts[1:]:
         with bpy.data.libraries.load(part, link=False) as (source, target):
             target.collections = list(source.collections)
             target.actions = list(source.actions)
-            target.images = list(source.images)
+            target.images, target.materials = list(source.images), list(source.materials)
+            named = {"images": list(source.images), "materials": list(source.materials)}
         for id_ in [*target.actions, *target.images]:
             if id_ is not None and id_.users == 0:  # kept in the part by a fake user, which append drops
                 id_.use_fake_user = True
+        renamed = {
+            kind: {
+                old: new.name
+                for old, new in zip(names, getattr(target, kind), strict=True)
+                if new is not None
+            }
+            for kind, names in named.items()
+        }
         children = {c.name for col in target.collections for c in col.children}
         for collection in target.collections:
-            if collection is not None and collection.name not in children:
+            if collection is None:
+                continue
+            if props.SCENE in collection:
+                record = props.to_python(collection[props.SCENE])
+                for kind, names in renamed.items():
+                    record[kind] = [names.get(name, name) for name in record[kind]]
+                collection[props.SCENE] = record
+            if collection.name not in children:
                 bpy.context.scene.collection.children.link(collection)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(out), compress=False)
@@ -463,11 +508,14 @@ def main(argv: list[str]) -> int:
     for path, named in found:
         entry = Entry(path)
         applies = classify(entry, named, options)
+        if applies is False and holds_no_model(entry, named):
+            applies = None
         if applies is None:
             print(entry.line())
         entries.append(entry)
         applied.append(applies)
         explicit.append(named)
+    paired_bytes: dict[str, int] = {}  # folder → the bytes of the files its models' imports load
     for i in paired(entries, applied, options):
         applied[i] = None
         entries[i].status, entries[i].error = (
@@ -475,6 +523,8 @@ def main(argv: list[str]) -> int:
             "the model import of its folder loads it with the model it fits",
         )
         print(entries[i].line())
+        folder = os.path.dirname(entries[i].path)
+        paired_bytes[folder] = paired_bytes.get(folder, 0) + os.path.getsize(entries[i].path)
     todo = [i for i, a in enumerate(applied) if a is not None]
     jobs, orphans = plan([entries[i] for i in todo], [applied[i] for i in todo])
     jobs = [[todo[i] for i in job] for job in jobs]
@@ -501,19 +551,17 @@ def main(argv: list[str]) -> int:
                 finished[0] += 1
                 print(f"[{finished[0]}/{len(todo)}] {entries[i].line()}", flush=True)
 
-        pool.run(
-            [
-                {
-                    "entries": job,
-                    "paths": [entries[i].path for i in job],
-                    "families": [entries[i].family for i in job],
-                    "options": options,
-                    "blend": blend,
-                }
-                for job, blend in zip(jobs, blends, strict=True)
-            ],
-            done,
-        )
+        work = [
+            {
+                "entries": job,
+                "paths": [entries[i].path for i in job],
+                "families": [entries[i].family for i in job],
+                "options": options,
+                "blend": blend,
+            }
+            for job, blend in zip(jobs, blends, strict=True)
+        ]
+        pool.run(sorted(work, key=lambda job: -weight(job["paths"], paired_bytes)), done)
         written = sorted({e.blend for e in entries if e.blend}, key=blends.index)
         if args.out and written:
             join_blends(written, args.out)
@@ -537,6 +585,7 @@ def main(argv: list[str]) -> int:
             "skipped": tally["skipped"],
             "jobs": args.jobs,
             "seconds": round(seconds, 3),
+            "worker_cpu_seconds": [round(s, 3) for s in pool.cpu.values()],
         }
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=1)

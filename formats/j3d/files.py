@@ -300,11 +300,7 @@ def _folder_animations(folder: str) -> list[str]:
 
 def _archive_models(archive, path: str, options: ModelImportOptions) -> list[Scene]:
     members = list(archive.members())
-    models = [
-        m
-        for m in members
-        if inspect.detect_model(archives.header(m.data, member_name(path, m.path), 8), m.path)
-    ]
+    models = _model_members(members, path)
     wanted = options.model.replace("\\", "/").strip("/").lower()
     chosen = [
         m
@@ -337,6 +333,23 @@ def _archive_models(archive, path: str, options: ModelImportOptions) -> list[Sce
             )
         scenes.append(scene)
     return scenes
+
+
+def _model_members(members: list, path: str) -> list:
+    return [
+        m
+        for m in members
+        if inspect.detect_model(archives.header(m.data, member_name(path, m.path), 8), m.path)
+    ]
+
+
+def archive_models(path: str, read: Callable[[str], bytes] = read_bytes) -> list[str] | None:
+    """The models of an archive, by their paths in it ([] for an archive of other files); None for a
+    model file."""
+    data = read(path)
+    if not archives.is_archive(data):
+        return None
+    return [m.path for m in _model_members(list(archives.read_archive(data, path).members()), path)]
 
 
 def _fitting(scene: Scene, candidates: list[tuple[str, Callable[[], bytes], str]]) -> list[Scene]:

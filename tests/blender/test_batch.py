@@ -14,6 +14,7 @@ import ttyd_fixtures
 from demo_creature import demo_files
 from retro_models.formats.tmrf import convert, media
 from retro_models.operators import batch
+from retro_models.operators.blender import props
 from support import ROOT
 from tamsoft_fixtures import tmd0_bytes
 from ttyd_support import tpl_bytes
@@ -232,3 +233,111 @@ def test_j3d_animations_beside_a_model_are_loaded_with_it_once(addon, tmp_path):
         "dead.bck": "skipped",
     }
     assert blend_contents(tmp_path / "out" / "ba.blend")["actions"] == ["wait01"]
+
+
+def archive_folder(root: Path) -> Path:
+    """Two archives: one of three models, one of one (all the same model: the names of their materials
+    and images collide), an archive of no model, and a texture."""
+    from j3d_model_fixtures import generated_bytes
+    from retro_models.formats.archives import u8
+
+    folder = root / "archives"
+    folder.mkdir()
+    model = generated_bytes()
+    (folder / "models.arc").write_bytes(
+        u8.build({"bmd/one.bmd": model, "bmd/two.bmd": model, "x/three.bmd": model})
+    )
+    (folder / "a_single.arc").write_bytes(u8.build({"bmd/four.bmd": model}))
+    (folder / "nomodel.arc").write_bytes(u8.build({"btk/notes.txt": b"not a model"}))
+    (folder / "icon.tpl").write_bytes(tpl_bytes())
+    return folder
+
+
+def blend_summary(path: Path) -> dict:
+    """What a .blend holds, by name: its scene's collections in order with their import records (the
+    names of their materials and images) and objects (type, parent, data, materials, action, vertices),
+    and every action, material and image."""
+    bpy.ops.wm.open_mainfile(filepath=str(path), load_ui=False)
+    try:
+        return {
+            "collections": [
+                (
+                    c.name,
+                    {k: v for k, v in props.to_python(c["imported_scene"]).items() if k != "animations"},
+                    sorted(
+                        (
+                            o.name,
+                            o.type,
+                            o.parent.name if o.parent else "",
+                            o.data.name if o.data else "",
+                            [m.name for m in getattr(o.data, "materials", [])],
+                            o.animation_data.action.name
+                            if o.animation_data and o.animation_data.action
+                            else "",
+                            len(o.data.vertices) if o.type == "MESH" else 0,
+                        )
+                        for o in c.all_objects
+                    ),
+                )
+                for c in bpy.context.scene.collection.children
+            ],
+            **{
+                kind: sorted(getattr(bpy.data, kind).keys())
+                for kind in ("actions", "materials", "images", "meshes")
+            },
+        }
+    finally:
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+
+
+def test_archives_give_one_blend_each_the_same_with_one_worker_or_two(addon, tmp_path):
+    """An archive's models import in one job (a collection each, as File > Import makes them), the job
+    reading the most bytes first; an archive of no model found in a folder is skipped."""
+    folder = archive_folder(tmp_path)
+    outputs, printed = {}, {}
+    for jobs in ("1", "2"):
+        summary = tmp_path / f"summary{jobs}.json"
+        done = run(folder, "--out-dir", tmp_path / jobs, "-j", jobs, "--json", summary)
+        printed[jobs] = done.stdout
+        assert done.returncode == 0, done.stdout + done.stderr
+        report = json.loads(summary.read_text())
+        files = {Path(f["path"]).name: f for f in report["files"]}
+        assert {n: f["status"] for n, f in files.items()} == {
+            "icon.tpl": "skipped",
+            "models.arc": "ok",
+            "a_single.arc": "ok",
+            "nomodel.arc": "skipped",
+        }
+        assert files["nomodel.arc"]["error"] == "an archive that holds no model"
+        assert files["models.arc"]["counts"]["armatures"] == 3
+        assert len(report["worker_cpu_seconds"]) == int(jobs) and min(report["worker_cpu_seconds"]) > 0
+        assert "2 imported, 0 failed, 2 skipped" in done.stdout
+        assert sorted(p.name for p in (tmp_path / jobs).iterdir()) == ["a_single.blend", "models.blend"]
+        outputs[jobs] = blend_summary(tmp_path / jobs / "models.blend")
+    first = next(line for line in printed["1"].splitlines() if line.startswith("[1/2]"))
+    assert "models.arc" in first  # more bytes than a_single.arc (found before it): imported first
+    assert [c[0] for c in outputs["1"]["collections"]] == ["one", "two", "three"]
+    assert outputs["2"] == outputs["1"]
+
+
+def test_joined_imports_keep_their_records_right(addon, tmp_path):
+    """--out appends each file's .blend to the first's: a material or image renamed for a name taken
+    is renamed in its import's record too (the J3D export finds the model's materials by it)."""
+    folder = archive_folder(tmp_path)
+    done = run(folder / "models.arc", folder / "a_single.arc", "--out", tmp_path / "all.blend", "-j", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    collections = blend_summary(tmp_path / "all.blend")["collections"]
+    assert [name for name, _, _ in collections] == ["one", "two", "three", "four"]
+    for _, record, objects in collections:
+        used = {m for *_, materials, _, _ in objects for m in materials}
+        assert set(record["materials"]) == used, record
+    assert collections[3][1]["materials"] != collections[0][1]["materials"]  # renamed in the join
+
+
+def test_an_archive_named_on_the_command_line_with_no_model_fails(addon, tmp_path):
+    folder = archive_folder(tmp_path)
+    done = run(folder / "nomodel.arc", "--out-dir", tmp_path / "out", "-j", "2")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"FAILED {folder / 'nomodel.arc'}: an archive that holds no model" in done.stdout
+    assert "0 imported, 1 failed, 0 skipped" in done.stdout and "no .blend written" in done.stdout
+    assert not (tmp_path / "out").exists()
