@@ -220,12 +220,8 @@ def _bone_maps(skeleton: Skeleton) -> dict[str, BoneMaps]:
     display = _display(skeleton)
     rest_quats = matrix_to_quat(local[:, :3, :3])
     display_quat = matrix_to_quat(display[:3, :3])
-    return {
-        name: BoneMaps(m, display, q, display_quat, k, float(kp))
-        for name, m, q, k, kp in zip(
-            skeleton.bone_names, local, rest_quats, bone_scale, parent_scale, strict=True
-        )
-    }
+    maps = BoneMaps.many(local, display, rest_quats, display_quat, bone_scale, parent_scale)
+    return dict(zip(skeleton.bone_names, maps, strict=True))
 
 
 def rotation_modes(scene: Scene, maps: list[dict[str, BoneMaps]]) -> dict[tuple[int, str], str]:
@@ -350,7 +346,7 @@ def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
 
 
 def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig: Rig):
-    """Key a bone channel on its pose bone; returns the keys as written (``animation.fcurve_rows``)."""
+    """Key a bone channel on its pose bone; returns its planned keys (``animation.Written``)."""
     maps, pose_name = rig.maps[channel.target], rig.pose_names[channel.target]
     pose_bone = rig.obj.pose.bones[pose_name]
     path = channel.path
