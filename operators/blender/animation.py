@@ -157,10 +157,16 @@ class Written:
         self.left, self.right = left, right  # (K, C, 2) Bézier handles or None
 
     def write(self) -> None:
+        bezier = self.left is not None and self.right is not None
+        if bezier:  # per F-curve: (K, 2) float32, as foreach_set takes them
+            left, right = (
+                np.ascontiguousarray(np.swapaxes(h, 0, 1), np.float32) for h in (self.left, self.right)
+            )
         for c, fcurve in enumerate(self.curves.made):
-            left = None if self.left is None else self.left[:, c]
-            right = None if self.right is None else self.right[:, c]
-            write_fcurve(fcurve, self.co[c], self.codes, left, right, self.cyclic)
+            if bezier:
+                write_fcurve(fcurve, self.co[c], self.codes, left[c], right[c], self.cyclic)
+            else:
+                write_fcurve(fcurve, self.co[c], self.codes, cyclic=self.cyclic)
         self.left = self.right = None
 
     def rows(self) -> dict[int, np.ndarray]:
