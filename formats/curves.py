@@ -22,23 +22,21 @@ of all components share their frames.
 
 from __future__ import annotations
 
-from functools import cached_property
-
 import numpy as np
 
 from .scene import quat_multiply
 
 
 def quat_left(p: np.ndarray) -> np.ndarray:
-    """4×4 matrix of q ↦ p·q."""
-    w, x, y, z = p
-    return np.array([[w, -x, -y, -z], [x, w, -z, y], [y, z, w, -x], [z, -y, x, w]])
+    """(…, 4, 4) matrices of q ↦ p·q for (…, 4) quaternions p."""
+    w, x, y, z = np.moveaxis(np.asarray(p, np.float64), -1, 0)
+    return np.stack([w, -x, -y, -z, x, w, -z, y, y, z, w, -x, z, -y, x, w], -1).reshape(w.shape + (4, 4))
 
 
 def quat_right(p: np.ndarray) -> np.ndarray:
-    """4×4 matrix of q ↦ q·p."""
-    w, x, y, z = p
-    return np.array([[w, -x, -y, -z], [x, w, z, -y], [y, -z, w, x], [z, y, -x, w]])
+    """(…, 4, 4) matrices of q ↦ q·p for (…, 4) quaternions p."""
+    w, x, y, z = np.moveaxis(np.asarray(p, np.float64), -1, 0)
+    return np.stack([w, -x, -y, -z, x, w, z, -y, y, -z, w, x, z, y, -x, w], -1).reshape(w.shape + (4, 4))
 
 
 def quat_conjugate(q: np.ndarray) -> np.ndarray:
@@ -46,52 +44,74 @@ def quat_conjugate(q: np.ndarray) -> np.ndarray:
 
 
 class BoneMaps:
-    """The affine maps (A, b) from a bone's parent-relative channels to its pose basis."""
+    """The affine maps (A, b) from a bone's parent-relative channels to its pose basis, and back.
 
-    def __init__(
-        self,
+    Made for a whole skeleton at once (``many``): each bone's maps are views into the skeleton's arrays.
+    """
+
+    def __init__(self, rest_rotation, rest_translation, rest_scale, display, maps, inverses, permutations):
+        self.rest_rotation = rest_rotation  # (3, 3)
+        self.rest_translation = rest_translation  # (3,) the channels' rest values
+        self.rest_scale = rest_scale  # (3,)
+        self.display = display  # (3, 3)
+        self.maps: dict[str, tuple[np.ndarray, np.ndarray]] = maps
+        self.inverses: dict[str, tuple[np.ndarray, np.ndarray]] = inverses  # pose basis → channels
+        self.permutations: dict[str, np.ndarray | None] = permutations  # ``scaled_permutation`` of each map
+
+    @classmethod
+    def many(
+        cls,
         rest_local: np.ndarray,
         display: np.ndarray,
-        rest_quat: np.ndarray,
+        rest_quats: np.ndarray,
         display_quat: np.ndarray,
-        scale: np.ndarray | None = None,
-        parent_scale: float = 1.0,
-    ):
-        """``rest_quat`` and ``display_quat`` are the quaternions of the rotations (given, as they are batched).
+        scales: np.ndarray,
+        parent_scales: np.ndarray,
+    ) -> list[BoneMaps]:
+        """The maps of every bone of a skeleton, computed together.
 
-        ``rest_local`` is the rotation-only local rest of the edit bones; ``scale`` (3,) and
-        ``parent_scale`` are the rest scale of the bone and of its parent that edit bones cannot hold
-        (``armature.rest_scales``): the basis takes the channel translation × parent_scale and the channel
-        scale × parent_scale / scale.
+        ``rest_local`` (N, 4, 4) is the rotation-only local rest of the edit bones, ``rest_quats``
+        (N, 4) and ``display_quat`` the quaternions of the rotations; ``scales`` (N, 3) and
+        ``parent_scales`` (N,) are the rest scale of each bone and of its parent that edit bones cannot
+        hold (``armature.rest_scales``): the basis takes the channel translation × parent scale and the
+        channel scale × parent scale / scale.
         """
-        scale = np.ones(3) if scale is None else np.asarray(scale, np.float64)
-        rot = rest_local[:3, :3]
-        self.rest_rotation = rot
-        self.rest_translation = rest_local[:3, 3] / parent_scale  # the channels' rest values
-        self.rest_scale = scale / parent_scale
-        self.display = display[:3, :3]
-        c, q0 = display_quat, rest_quat
-        a_loc = self.display.T @ rot.T * parent_scale
-        self.maps = {
-            "location": (a_loc, -a_loc @ self.rest_translation),
-            "rotation_quaternion": (
-                quat_left(quat_multiply(quat_conjugate(c), quat_conjugate(q0))) @ quat_right(c),
-                np.zeros(4),
-            ),
-            "scale": (np.abs(self.display.T) / self.rest_scale, np.zeros(3)),
+        count = len(rest_local)
+        parent_scales = np.asarray(parent_scales, np.float64)
+        rot = rest_local[:, :3, :3]
+        rest_translation = rest_local[:, :3, 3] / parent_scales[:, None]
+        rest_scale = np.asarray(scales, np.float64) / parent_scales[:, None]
+        shown = display[:3, :3]
+        a_loc = shown.T @ np.swapaxes(rot, 1, 2) * parent_scales[:, None, None]
+        c = display_quat
+        a_quat = quat_left(quat_multiply(quat_conjugate(c), quat_conjugate(rest_quats))) @ quat_right(c)
+        affine = {
+            "location": (a_loc, -a_loc @ rest_translation[:, :, None]),
+            "rotation_quaternion": (a_quat, np.zeros((count, 4, 1))),
+            "scale": (np.abs(shown.T) / rest_scale[:, None, :], np.zeros((count, 3, 1))),
         }
-        if np.allclose(rot, np.eye(3), atol=1e-6) and np.allclose(self.display, np.eye(3), atol=1e-6):
-            self.maps["rotation_euler"] = (np.eye(3), np.zeros(3))
-
-    @cached_property
-    def permutations(self) -> dict[str, np.ndarray | None]:
-        """``scaled_permutation`` of each map: made once per bone, when first asked for."""
-        return {path: scaled_permutation(a) for path, (a, _) in self.maps.items()}
-
-    @cached_property
-    def inverses(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """Pose basis → parent-relative channels: made once per bone, when first asked for."""
-        return {path: inverse(*affine) for path, affine in self.maps.items()}
+        eye = np.eye(3)
+        plain = np.isclose(rot, eye, atol=1e-6).all(axis=(1, 2)) & np.allclose(shown, eye, atol=1e-6)
+        if plain.any():
+            affine["rotation_euler"] = (np.broadcast_to(eye, (count, 3, 3)), np.zeros((count, 3, 1)))
+        inverses, permutations = {}, {}
+        for path, (a, b) in affine.items():
+            a_inv = np.linalg.inv(a)
+            inverses[path] = (a_inv, (-a_inv @ b)[..., 0])
+            affine[path] = (a, b[..., 0])
+            permutations[path] = scaled_permutations(a)
+        return [
+            cls(
+                rot[i],
+                rest_translation[i],
+                rest_scale[i],
+                shown,
+                {p: (a[i], b[i]) for p, (a, b) in affine.items() if p != "rotation_euler" or plain[i]},
+                {p: (a[i], b[i]) for p, (a, b) in inverses.items() if p != "rotation_euler" or plain[i]},
+                {p: s[i] for p, s in permutations.items() if p != "rotation_euler" or plain[i]},
+            )
+            for i in range(count)
+        ]
 
     def basis_rotation(self, rotations: np.ndarray) -> np.ndarray:
         """(K, 3, 3) parent-relative rotations → pose-basis rotations."""
@@ -102,19 +122,19 @@ class BoneMaps:
         return self.rest_rotation @ self.display @ basis @ self.display.T
 
 
-def inverse(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The inverse of the affine map ``v ↦ a v + b``."""
-    a_inv = np.linalg.inv(a)
-    return a_inv, -a_inv @ b
+def scaled_permutations(a: np.ndarray) -> list[np.ndarray | None]:
+    """``scaled_permutation`` of each of the (N, C, C) matrices ``a``."""
+    size = np.abs(a)
+    nonzero = size > 1e-9 * size.max(axis=2, keepdims=True)
+    source = np.argmax(nonzero, axis=2)
+    ordered = np.sort(source, axis=1)
+    exact = (nonzero.sum(axis=2) == 1).all(axis=1) & (np.diff(ordered, axis=1) != 0).all(axis=1)
+    return [s if ok else None for s, ok in zip(source, exact, strict=True)]
 
 
 def scaled_permutation(a: np.ndarray) -> np.ndarray | None:
     """Source component of each output component when ``a`` only permutes and scales, else None."""
-    nonzero = np.abs(a) > 1e-9 * np.abs(a).max(axis=1, keepdims=True)
-    source = np.argmax(nonzero, axis=1)
-    if not np.all(nonzero.sum(axis=1) == 1) or len(np.unique(source)) != len(source):
-        return None
-    return source
+    return scaled_permutations(a[None])[0]
 
 
 def map_keys(values, handles_left, handles_right, interpolation, a, b):

@@ -5,7 +5,8 @@ makes one action per animated datablock: bone channels on the armature object
 (``armature.key_bone_channel``: parent-relative keys mapped onto pose bases), visibility on the
 mesh object and shape keys on the mesh's shape keys (``mesh``), material channels on the
 material's node tree (``material.key_channel``). All get a fake user so they persist; the first
-animation is assigned. Keys go in with ``keyframe_points.add`` + ``foreach_set``.
+animation is assigned. Channels plan their F-curves and keys; each action's F-curves are then made
+together and keyed with ``keyframe_points.add`` + ``foreach_set`` (``_ActionSet.make``).
 
 What F-curves cannot hold is changed on the way in: keys closer than ``compat.MERGE_DISTANCE``
 are spread apart (``_spread_close_keys``), a looping animation gets a Cycles modifier on every
@@ -154,21 +155,54 @@ def interpolation_codes(interpolation, count: int) -> np.ndarray:
     return np.array([INTERPOLATION_CODES.get(m, linear) for m in modes], np.int32)[per_key]
 
 
-def _written_rows(fcurves, co: np.ndarray, codes: np.ndarray) -> dict[int, np.ndarray]:
-    """The keys as ``write_fcurve`` left them (``fcurve_rows``) by F-curve array index: frames and values
-    as written and, when a key is Bézier, the handles Blender keeps (it moves those crossing their key)."""
-    rows = np.zeros(co.shape[:2] + (7,))
-    rows[:, :, :2] = co
-    rows[:, :, 6] = codes
-    if (codes == INTERPOLATION_CODES["BEZIER"]).any():
-        for c, fcurve in enumerate(fcurves):
-            rows[c, :, 2:4] = compat.read_array(fcurve.keyframe_points, "handle_left", len(codes), 2)
-            rows[c, :, 4:6] = compat.read_array(fcurve.keyframe_points, "handle_right", len(codes), 2)
-    return {fcurve.array_index: rows[c] for c, fcurve in enumerate(fcurves)}
+class Curves:
+    """F-curves an action will have: ``_ActionSet.fcurves`` plans them, ``_ActionSet.make`` makes every
+    F-curve of an action together (each new one scans those already there; keys between would make each
+    scan slower), in the order planned."""
+
+    def __init__(self, key: int, data_path: str, indices: tuple[int, ...], group: str):
+        self.key, self.data_path, self.indices, self.group = key, data_path, indices, group
+        self.made: list = []  # the F-curves, once made
+
+
+class Written:
+    """Keys planned for ``Curves``: written by ``_ActionSet.make``; ``rows()`` gives them back as
+    ``fcurve_rows`` by F-curve array index."""
+
+    def __init__(self, curves: Curves, co, codes, left, right, cyclic: bool, hold_start: bool):
+        self.curves, self.co, self.codes, self.cyclic, self.hold_start = curves, co, codes, cyclic, hold_start
+        self.left, self.right = left, right  # (K, C, 2) Bézier handles or None
+
+    def write(self) -> None:
+        bezier = self.left is not None and self.right is not None
+        if bezier:  # per F-curve: (K, 2) float32, as foreach_set takes them
+            left, right = (
+                np.ascontiguousarray(np.swapaxes(h, 0, 1), np.float32) for h in (self.left, self.right)
+            )
+        for c, fcurve in enumerate(self.curves.made):
+            if bezier:
+                write_fcurve(fcurve, self.co[c], self.codes, left[c], right[c], self.cyclic, self.hold_start)
+            else:
+                write_fcurve(fcurve, self.co[c], self.codes, cyclic=self.cyclic, hold_start=self.hold_start)
+        self.left = self.right = None
+
+    def rows(self) -> dict[int, np.ndarray]:
+        """The keys as ``write_fcurve`` left them: frames and values as written and, when a key is Bézier,
+        the handles Blender keeps (it moves those crossing their key)."""
+        co, codes = self.co, self.codes
+        rows = np.zeros(co.shape[:2] + (7,))
+        rows[:, :, :2] = co
+        rows[:, :, 6] = codes
+        if (codes == INTERPOLATION_CODES["BEZIER"]).any():
+            for c, fcurve in enumerate(self.curves.made):
+                rows[c, :, 2:4] = compat.read_array(fcurve.keyframe_points, "handle_left", len(codes), 2)
+                rows[c, :, 4:6] = compat.read_array(fcurve.keyframe_points, "handle_right", len(codes), 2)
+        return dict(zip(self.curves.indices, rows, strict=True))
 
 
 class _ActionSet:
-    """The actions of one Animation, one per animated datablock, made on first use."""
+    """The actions of one Animation, one per animated datablock, made on first use; their F-curves and
+    keys are planned channel by channel and made together (``make``)."""
 
     def __init__(self, animation: Animation, index: int, result, assign: bool, source: str):
         self.animation = animation
@@ -178,6 +212,8 @@ class _ActionSet:
         self.assign = assign
         self.actions: dict[int, tuple] = {}  # datablock pointer → action, its ActionCurves, its record
         self.made: dict[int, set] = {}  # datablock pointer → (data path, index) of its F-curves
+        self.planned: list[Curves] = []
+        self.written: list[Written] = []
         self.order = 0
         self.group = secrets.token_hex(8)  # ties the actions of one animation together
 
@@ -190,12 +226,14 @@ class _ActionSet:
         group: str,
         record: ChannelRecord | None,
         indices=None,
-    ):
-        """New F-curves for ``count`` components (array ``indices``, else 0…count−1); ``record`` (None for
-        a duplicate) tells the extractor the channel: it joins the action's record (``write`` adds to it)."""
-        _action, curves, animation_record = self.ensure(id_data, id_type)
-        indices = range(count) if indices is None else indices
-        made = self.made[id_data.as_pointer()]
+    ) -> Curves:
+        """New F-curves for ``count`` components (array ``indices``, else 0…count−1), made by ``make``;
+        ``record`` (None for a duplicate) tells the extractor the channel: it joins the action's record
+        (``write`` adds to it)."""
+        _action, _curves, animation_record = self.ensure(id_data, id_type)
+        indices = tuple(range(count) if indices is None else indices)
+        key = id_data.as_pointer()
+        made = self.made[key]
         for index in indices:  # Blender refuses a second F-curve of one path and index: decide here
             if (data_path, index) in made:
                 channel = f"{record.kind} {record.target!r} {record.path}" if record else data_path
@@ -210,13 +248,15 @@ class _ActionSet:
             record.order, record.data_path = self.order, data_path
             animation_record.channels.append(record)
             self.order += 1
-        return curves.new(data_path, indices, group)
+        curves = Curves(key, data_path, indices, group)
+        self.planned.append(curves)
+        return curves
 
     def write(
-        self, fcurves, record, times, values, interpolation, handles_left=None, handles_right=None
-    ) -> dict[int, np.ndarray]:
-        """Key ``fcurves`` with the components of ``values`` (K, C) and handles (K, C, 2); returns the keys
-        as written (``fcurve_rows``) by F-curve array index.
+        self, curves: Curves, record, times, values, interpolation, handles_left=None, handles_right=None
+    ) -> Written:
+        """Key ``curves`` with the components of ``values`` (K, C) and handles (K, C, 2) (written by
+        ``make``).
 
         A looping animation repeats its frame range, not each F-curve's keys (``loop_keys``); what that
         adds goes to the channel ``record`` (None for a duplicate) for the extractor to take off.
@@ -236,16 +276,29 @@ class _ActionSet:
                 animation.hold_start,
             )
             if sides and record is not None:
-                record.loop = loop_record(sides, fcurves, animation, channel_interpolation)
+                record.loop = loop_record(sides, curves.indices, animation, channel_interpolation)
         codes = interpolation_codes(interpolation, len(times))
-        co = np.empty((len(fcurves), len(times), 2), np.float32)  # per F-curve: frame, value
+        co = np.empty((len(curves.indices), len(times), 2), np.float32)  # per F-curve: frame, value
         co[:, :, 0] = times
         co[:, :, 1] = np.asarray(values).T
-        for c, fcurve in enumerate(fcurves):
-            left = None if handles_left is None else handles_left[:, c]
-            right = None if handles_right is None else handles_right[:, c]
-            write_fcurve(fcurve, co[c], codes, left, right, animation.loop, animation.hold_start)
-        return _written_rows(fcurves, co, codes)
+        written = Written(
+            curves, co, codes, handles_left, handles_right, animation.loop, animation.hold_start
+        )
+        self.written.append(written)
+        return written
+
+    def make(self) -> None:
+        """Make every planned F-curve, an action's together, then write every planned key."""
+        by_action: dict[int, list[Curves]] = {}
+        for curves in self.planned:
+            by_action.setdefault(curves.key, []).append(curves)
+        for key, planned in by_action.items():
+            new = self.actions[key][1].new
+            for curves in planned:
+                curves.made = new(curves.data_path, curves.indices, curves.group)
+        for written in self.written:
+            written.write()
+        self.planned, self.written = [], []
 
     def ensure(self, id_data, id_type: str) -> tuple:
         """The action animating ``id_data``, with its ``compat.ActionCurves`` and its record."""
@@ -288,9 +341,9 @@ class _ActionSet:
             write_record(action, record)
 
 
-def loop_record(sides: dict, fcurves, animation: Animation, interpolation: str) -> dict:
+def loop_record(sides: dict, indices, animation: Animation, interpolation: str) -> dict:
     """``loop_keys``' changes as the extractor reads them (``curves.unloop_rows``): cut keys by F-curve
-    array index, the channel's interpolation as the F-curve's code."""
+    array index (``indices``: of each component), the channel's interpolation as the F-curve's code."""
     record = {
         "frames": [float(animation.frame_start), float(animation.frame_end)],
         "interpolation": INTERPOLATION_CODES.get(interpolation, INTERPOLATION_CODES["LINEAR"]),
@@ -298,7 +351,7 @@ def loop_record(sides: dict, fcurves, animation: Animation, interpolation: str) 
     for side, change in sides.items():
         if "held" not in change:
             change = {
-                kind: {str(fc.array_index): rows for fc, rows in zip(fcurves, change[kind], strict=True)}
+                kind: {str(i): rows for i, rows in zip(indices, change[kind], strict=True)}
                 for kind in ("original", "written")
             }
         record[side] = change
@@ -361,6 +414,7 @@ def build_animation(
     channels = [(c, None) for c in animation.channels]
     if rig is not None:
         channels = bones.component_channels(animation.channels, rig)
+    keyed = []
     for channel, parts in channels:
         scene_channels = parts or [channel]
         sources = [SceneChannel(dict(c.extras), c.index, c.origin) for c in scene_channels]
@@ -368,19 +422,23 @@ def build_animation(
         spread = _spread_channel(channel)
         if len(spread.times) == 0:
             continue
-        curves = _key_channel(actions, spread, record, targets, rig)
-        if curves is not None:
-            record.digest = fcurve_digest(curves)
-            _keep_scene_keys(record, curves, scene_channels, rig)
+        written = _key_channel(actions, spread, record, targets, rig)
+        if written is not None:
+            keyed.append((record, written, scene_channels))
+    actions.make()
+    for record, written, scene_channels in keyed:
+        curves = written.rows()
+        record.digest = fcurve_digest(curves)
+        _keep_scene_keys(record, curves, scene_channels, rig)
     if not actions.actions and rig is not None:  # keep an animation without channels for export
         actions.ensure(rig.obj, "OBJECT")
     actions.finish()
     return actions.group
 
 
-def _key_channel(actions, channel, record, targets, rig) -> dict[int, np.ndarray] | None:
-    """Key one channel on what it animates: the keys as written (``fcurve_rows``) by F-curve array index,
-    None (and a warning) when the Scene built nothing it animates."""
+def _key_channel(actions, channel, record, targets, rig) -> Written | None:
+    """Plan the keys of one channel on what it animates (``_ActionSet.write``), None (and a warning)
+    when the Scene built nothing it animates."""
     kind, target = channel.target_kind, channel.target
     times, values = _keys(channel)
     if kind == "bone" and rig is not None and target in rig.maps and channel.path in bones.BONE_PATHS:

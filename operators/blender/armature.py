@@ -32,7 +32,6 @@ from functools import cached_property
 
 import bpy
 import numpy as np
-from mathutils import Matrix
 
 from ...formats.curves import (
     BoneMaps,
@@ -130,16 +129,18 @@ def build_armature(context, skeleton: Skeleton, collection, rotation_modes, resu
     deform = np.ones(len(skeleton), bool) if skeleton.deform is None else np.asarray(skeleton.deform, bool)
     context.view_layer.objects.active = obj
     bpy.ops.object.mode_set(mode="EDIT")
-    edit_bones = []
-    for i, name in enumerate(skeleton.bone_names):
-        bone = armature.edit_bones.new(name)
-        bone.head = (0.0, 0.0, 0.0)
-        bone.tail = (0.0, float(lengths[i]), 0.0)
-        bone.matrix = Matrix(shown[i].tolist())
-        if skeleton.parents[i] >= 0:
-            bone.parent = edit_bones[skeleton.parents[i]]
-        bone.use_deform = bool(deform[i])
-        edit_bones.append(bone)
+    edit_bones = [armature.edit_bones.new(name) for name in skeleton.bone_names]
+    # In bulk: setting one bone's head, tail or flags looks through every bone (quadratic in bones).
+    tails = np.zeros((len(edit_bones), 3))
+    tails[:, 1] = lengths
+    armature.edit_bones.foreach_set("head", np.zeros(tails.size, np.float32))
+    armature.edit_bones.foreach_set("tail", tails.astype(np.float32).ravel())
+    # The tail's distance is the length the matrix keeps; matrices column by column, as Blender stores them.
+    armature.edit_bones.foreach_set("matrix", np.swapaxes(shown, 1, 2).astype(np.float32).ravel())
+    armature.edit_bones.foreach_set("use_deform", deform)
+    for bone, parent in zip(edit_bones, skeleton.parents, strict=True):
+        if parent >= 0:
+            bone.parent = edit_bones[parent]
     names = [b.name for b in edit_bones]
     bpy.ops.object.mode_set(mode="OBJECT")
     if names != list(skeleton.bone_names):
@@ -220,12 +221,8 @@ def _bone_maps(skeleton: Skeleton) -> dict[str, BoneMaps]:
     display = _display(skeleton)
     rest_quats = matrix_to_quat(local[:, :3, :3])
     display_quat = matrix_to_quat(display[:3, :3])
-    return {
-        name: BoneMaps(m, display, q, display_quat, k, float(kp))
-        for name, m, q, k, kp in zip(
-            skeleton.bone_names, local, rest_quats, bone_scale, parent_scale, strict=True
-        )
-    }
+    maps = BoneMaps.many(local, display, rest_quats, display_quat, bone_scale, parent_scale)
+    return dict(zip(skeleton.bone_names, maps, strict=True))
 
 
 def rotation_modes(scene: Scene, maps: list[dict[str, BoneMaps]]) -> dict[tuple[int, str], str]:
@@ -355,7 +352,7 @@ def _rest_values(maps: BoneMaps) -> dict[str, np.ndarray]:
 
 
 def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig: Rig):
-    """Key a bone channel on its pose bone; returns the keys as written (``animation.fcurve_rows``)."""
+    """Key a bone channel on its pose bone; returns its planned keys (``animation.Written``)."""
     maps, pose_name = rig.maps[channel.target], rig.pose_names[channel.target]
     pose_bone = rig.obj.pose.bones[pose_name]
     path = channel.path

@@ -134,30 +134,38 @@ def channel_targets(action) -> list[tuple[str, str]]:
 def _plain(value):
     """A record as ID properties hold it: dataclasses as dicts (fields at their default left out), arrays
     as their float64 bytes, every other value through the codec."""
-    if hasattr(value, "__dataclass_fields__"):
-        return {
-            name: v if type(v) in (str, float, bool) else _plain(v)
-            for name, default in _defaults(type(value))
-            if not _is(v := getattr(value, name), default)
-        }
-    if isinstance(value, list) and value and hasattr(value[0], "__dataclass_fields__"):
+    kind = type(value)
+    if kind in _AS_STORED:
+        return value
+    defaults = _defaults(kind)
+    if defaults is not None:
+        plain = {}
+        for name, default in defaults:
+            v = getattr(value, name)
+            if v is None or (type(v) in _EMPTIED and v == default):  # at its default: left out
+                continue
+            plain[name] = _plain(v)
+        return plain
+    if kind is list and value and _defaults(type(value[0])) is not None:
         return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
+    if kind is np.ndarray:
         return codec.encode(np.ascontiguousarray(value, "<f8").tobytes())
     return codec.encode(value)
 
 
+_AS_STORED = (str, float, bool)
+_EMPTIED = (str, list, dict)  # fields whose default is empty
+
+
 @cache
-def _defaults(cls) -> list[tuple[str, object]]:
-    """(name, default) of each field of a record dataclass; MISSING for the required ones."""
+def _defaults(cls) -> list[tuple[str, object]] | None:
+    """(name, default) of each field of a record dataclass (MISSING for the required ones); None for
+    any other class."""
+    if not hasattr(cls, "__dataclass_fields__"):
+        return None
     return [
         (f.name, f.default_factory() if f.default_factory is not MISSING else f.default) for f in fields(cls)
     ]
-
-
-def _is(value, default) -> bool:
-    """Whether a field holds its default (None, or an empty list, dict or text)."""
-    return value is None or (type(value) in (str, list, dict) and value == default)
 
 
 def _decoded(cls, data: dict, **decoders):

@@ -188,7 +188,7 @@ def test_looped_f_curve_repeats_the_range_and_gives_the_keys_back(
     expected = sample(times, values, interpolation, *handles, wrapped)[:, 0]
     np.testing.assert_allclose([fcurve.evaluate(f) for f in frames], expected, atol=2e-5)
     animation = Animation("probe", frame_start=start, frame_end=end, loop=True)
-    rows = unloop_rows(fcurve_rows(fcurve), loop_record(changed, [fcurve], animation, interpolation), "0")
+    rows = unloop_rows(fcurve_rows(fcurve), loop_record(changed, [0], animation, interpolation), "0")
     np.testing.assert_array_equal(rows[:, 0], times.astype(np.float32))
     np.testing.assert_array_equal(rows[:, 1], values[:, 0].astype(np.float32))
     if interpolation == "BEZIER":
