@@ -752,6 +752,14 @@ class _Export:
         self.other_tocs: list[tuple[Resource, list]] = []  # TOCs after the first, with their entries
         self.hints: dict[int, dict] = {}  # id of a rebuilt Hints resource → its layout entry
         self.fitted: list[tuple[int, float]] = []  # (keys added, largest error) of each fitted channel
+        self.rest_bases: dict[int, dict[str, np.ndarray]] = {}  # id of a skeleton → ``_rest_bases``
+
+    def rest_base(self, skeleton: Skeleton | None, bone: str) -> np.ndarray:
+        """A bone's rest pose as ``_rest_bases`` gives it (no turn at the origin for a bone not in it)."""
+        if skeleton is not None and id(skeleton) not in self.rest_bases:
+            self.rest_bases[id(skeleton)] = _rest_bases(skeleton)
+        bases = self.rest_bases[id(skeleton)] if skeleton is not None else {}
+        return bases.get(bone, np.array([0, 0, 0, 0, 0, 0, 1], np.float32))
 
     def ref(self, name: str | None, preferred: int = 0, unnamed: str | None = None) -> int:
         """A string reference for ``name``, keeping ``preferred`` when it still says the same
@@ -853,9 +861,10 @@ class _Export:
                     bones.append(res.FrameBone(ref, base[:3], base[3:], int(flags)))
                     names.append(name)
         first_new = len(bones)
+        known = set(names)
         for name in by_bone:
-            if name not in names:
-                base = _rest_base(skeleton, name)
+            if name not in known:
+                base = self.rest_base(skeleton, name)
                 bones.append(res.FrameBone(self.strings.ref(name), base[:3], base[3:], res.REGENERATE_W))
                 names.append(name)
         for k, (bone, name) in enumerate(zip(bones, names, strict=True)):
@@ -956,7 +965,7 @@ class _Export:
         if bone is not None:
             return bone.base_position, bone.base_orientation[[3, 0, 1, 2]]
         skeleton = self.scene.skeletons[animation.skeleton] if animation.skeleton is not None else None
-        rest = _rest_base(skeleton, bone_name).astype(np.float64)
+        rest = self.rest_base(skeleton, bone_name).astype(np.float64)
         return rest[:3], rest[[6, 3, 4, 5]]
 
     def in_file(self, animation, bone_name, positions, quats):
@@ -1381,12 +1390,13 @@ def _bone_channels(animation: Animation) -> dict[str, list[Channel]]:
     return out
 
 
-def _rest_base(skeleton: Skeleton | None, bone: str) -> np.ndarray:
-    """x, y, z position and x, y, z, w orientation of a bone's parent-relative rest pose."""
-    if skeleton is None or bone not in skeleton.bone_names:
-        return np.array([0, 0, 0, 0, 0, 0, 1], np.float32)
-    local = skeleton.local_rest()[skeleton.bone_names.index(bone)]
-    return np.concatenate([local[:3, 3], matrix_to_quat(local)[[1, 2, 3, 0]]]).astype(np.float32)
+def _rest_bases(skeleton: Skeleton) -> dict[str, np.ndarray]:
+    """Each bone's parent-relative rest pose: x, y, z position and x, y, z, w orientation."""
+    local = skeleton.local_rest()
+    bases = np.concatenate([local[:, :3, 3], matrix_to_quat(local)[:, [1, 2, 3, 0]]], axis=1).astype(
+        np.float32
+    )
+    return dict(zip(skeleton.bone_names, bases, strict=True))
 
 
 def _frame_flags(bone: res.FrameBone, positions: np.ndarray, quats: np.ndarray, s16: bool | None) -> int:

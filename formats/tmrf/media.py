@@ -49,6 +49,7 @@ class StringTable:
 
     pool: bytes = b""
     spans: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.uint32))
+    _indexed: tuple = field(default=(None, None, {}), repr=False)  # (spans, pool, index) of ``_index``
 
     def __len__(self) -> int:
         return len(self.spans)
@@ -76,16 +77,28 @@ class StringTable:
         A new string reuses pool bytes that already spell it, else extends the pool.
         """
         raw = text.encode(ENCODING)
-        for i in range(len(self)):
-            length, offset = (int(v) for v in self.spans[i])
-            if self.pool[offset : offset + length] == raw:
-                return i
+        index = self._index()
+        if raw in index:
+            return index[raw]
         offset = self.pool.find(raw) if raw else 0
         if offset < 0:
             offset = len(self.pool)
             self.pool += raw
         self.spans = np.concatenate([self.spans, np.array([[len(raw), offset]], np.uint32)])
+        index[raw] = len(self) - 1
+        self._indexed = (self.spans, self.pool, index)
         return len(self) - 1
+
+    def _index(self) -> dict[bytes, int]:
+        """Each string's bytes → its first index, made again when the table changed other than by
+        ``ident`` (looking each name up by a scan made writing a file quadratic in its names)."""
+        spans, pool, index = self._indexed
+        if spans is not self.spans or pool is not self.pool:
+            index = {}
+            for i, (length, offset) in enumerate(np.asarray(self.spans, np.int64).tolist()):
+                index.setdefault(self.pool[offset : offset + length], i)
+            self._indexed = (self.spans, self.pool, index)
+        return index
 
     def ref(self, text: str | None) -> int:
         """The 1-based reference of ``text`` (0 for None), adding the string when needed."""

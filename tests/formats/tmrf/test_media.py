@@ -256,6 +256,14 @@ def test_new_strings_share_pool_bytes():
     assert table.spans.tolist() == [[11, 0], [4, 0], [7, 4]]
 
 
+def test_strings_are_found_after_the_table_is_replaced():
+    """The name index follows a pool and spans set from outside, and a repeated string keeps its first index."""
+    table = media.StringTable(b"AB", np.array([[1, 0], [1, 1], [1, 0]], np.uint32))
+    assert table.ident("A") == 0 and table.ident("B") == 1
+    table.pool, table.spans = b"BA", np.array([[1, 1], [1, 0]], np.uint32)
+    assert table.ident("A") == 0 and table.ident("B") == 1 and table.ident("C") == 2
+
+
 # -- bad input -------------------------------------------------------------------
 
 
