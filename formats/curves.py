@@ -265,8 +265,15 @@ def _first_crossing(x0, x1, x2, x3, target):
     even = (np.abs(x1 - x0 - span / 3) <= 1e-9 * np.abs(span)) & (
         np.abs(x3 - x2 - span / 3) <= 1e-9 * np.abs(span)
     )
+    linear = np.clip((target - x0) / np.where(span > 0, span, 1.0), 0.0, 1.0)
     if even.all():
-        return np.clip((target - x0) / np.where(span > 0, span, 1.0), 0.0, 1.0)
+        return linear
+    linear[~even] = _solved_crossing(x0[~even], x1[~even], x2[~even], x3[~even], target[~even])
+    return linear
+
+
+def _solved_crossing(x0, x1, x2, x3, target):
+    """``_first_crossing`` of segments whose frame is not linear in t: bracketed on a grid, bisected."""
     grid = np.linspace(0.0, 1.0, 33)
     xs = _bezier(x0[..., None], x1[..., None], x2[..., None], x3[..., None], grid) - target[..., None]
     crossed = np.diff(np.sign(xs), axis=-1) != 0
@@ -305,12 +312,24 @@ def bake_keys(times, evaluate, quaternion: bool = False):
     quarters of it, a key in its middle, down to ``BAKE_HALVINGS`` halvings of a frame. Quaternions
     are compared normalised, as Blender poses them, each key in the hemisphere of the one before.
     """
-    frames = bake_frames(np.asarray(times, np.float64))
-    values = evaluate(frames)
-    if quaternion:
-        values = values * continuity_signs(values)[:, None]
-    left, right = _slopes(evaluate, frames, values, quaternion)
-    check = np.arange(len(frames) - 1)  # segments (by their first key) not yet known to follow the curve
+    return bake_many([times], lambda _, frames: evaluate(frames), quaternion)[0]
+
+
+def bake_many(times_list, evaluate, quaternion: bool = False) -> list[tuple]:
+    """``bake_keys`` of many curves in one pass: ``evaluate`` (curve (N,), frames (N,)) → values (N, C)
+    is given each frame with the index of its curve in ``times_list``. Rows never mix, so each curve
+    gets the keys ``bake_keys`` gives it alone, without its fixed cost per call."""
+    frames = [bake_frames(np.asarray(times, np.float64)) for times in times_list]
+    curve = np.repeat(np.arange(len(frames)), [len(f) for f in frames])
+    frames = np.concatenate(frames)
+    values = evaluate(curve, frames)
+    if quaternion:  # continuity_signs along each curve
+        dots = np.einsum("ij,ij->i", values[1:], values[:-1])
+        signs = np.concatenate([[1.0], np.cumprod(np.where(dots < 0, -1.0, 1.0))])
+        signs *= signs[np.searchsorted(curve, curve)]  # ±1: each curve starts at +1
+        values = values * signs[:, None]
+    left, right = _slopes(evaluate, curve, frames, values, quaternion)
+    check = np.flatnonzero(curve[1:] == curve[:-1])  # segments (by their first key) not yet known to follow
     u = np.array([0.25, 0.5, 0.75])
     for _ in range(BAKE_HALVINGS):
         gaps = frames[check + 1] - frames[check]
@@ -318,7 +337,7 @@ def bake_keys(times, evaluate, quaternion: bool = False):
         if not len(check):
             break
         gaps = frames[check + 1] - frames[check]
-        truth = evaluate((frames[check, None] + gaps[:, None] * u).reshape(-1))
+        truth = evaluate(np.repeat(curve[check], 3), (frames[check, None] + gaps[:, None] * u).reshape(-1))
         truth = truth.reshape(len(check), 3, values.shape[1])
         p0, p3 = values[check, None], values[check + 1, None]
         p1 = p0 + (right[check] * gaps[:, None] / 3)[:, None]
@@ -332,8 +351,9 @@ def bake_keys(times, evaluate, quaternion: bool = False):
             break
         middles = (frames[split] + frames[split + 1]) / 2
         middle_values = truth[np.searchsorted(check, split), 1]  # the curve at u = 0.5, already aligned
-        middle_left, middle_right = _slopes(evaluate, middles, middle_values, quaternion)
+        middle_left, middle_right = _slopes(evaluate, curve[split], middles, middle_values, quaternion)
         at = split + 1
+        curve = np.insert(curve, at, curve[split])
         frames = np.insert(frames, at, middles)
         values = np.insert(values, at, middle_values, axis=0)
         left = np.insert(left, at, middle_left, axis=0)
@@ -341,7 +361,8 @@ def bake_keys(times, evaluate, quaternion: bool = False):
         first = split + np.arange(len(split))  # each split segment's first key, after the insertions
         check = np.concatenate([first, first + 1])
         check.sort()
-    gaps = np.diff(frames)
+    inside = curve[1:] == curve[:-1]
+    gaps = np.where(inside, np.diff(frames), 1.0)
     before = np.concatenate([[1.0], gaps]) / 3
     after = np.concatenate([gaps, [1.0]]) / 3
     handles_left = np.stack(
@@ -350,7 +371,10 @@ def bake_keys(times, evaluate, quaternion: bool = False):
     handles_right = np.stack(
         np.broadcast_arrays((frames + after)[:, None], values + right * after[:, None]), -1
     )
-    return frames, values, handles_left, handles_right
+    bounds = np.flatnonzero(~inside) + 1
+    return list(
+        zip(*(np.split(a, bounds) for a in (frames, values, handles_left, handles_right)), strict=True)
+    )
 
 
 def continuous_angles(evaluate, times):
@@ -369,12 +393,14 @@ def continuous_angles(evaluate, times):
     return unwrapped
 
 
-def _slopes(evaluate, frames, values, quaternion: bool):
+def _slopes(evaluate, curve, frames, values, quaternion: bool):
     """The curve's slope just before and just after each frame (second-order one-sided differences
-    from samples that leave the frame itself out, so a step at a key does not count as a slope)."""
+    from samples that leave the frame itself out, so a step at a key does not count as a slope);
+    ``evaluate`` and ``curve`` as in ``bake_many``."""
     h = _SLOPE_STEP
     offsets = np.array([-3, -2, -1, 1, 2, 3]) * h
-    near = evaluate((frames[:, None] + offsets).reshape(-1)).reshape(len(frames), 6, values.shape[1])
+    near = evaluate(np.repeat(curve, 6), (frames[:, None] + offsets).reshape(-1))
+    near = near.reshape(len(frames), 6, values.shape[1])
     if quaternion:  # each sample in the hemisphere of its key
         near = near * np.where(np.sum(near * values[:, None], axis=-1, keepdims=True) < 0, -1.0, 1.0)
     # The slope at f±h from three samples on one side, moved to f along the curvature they show.

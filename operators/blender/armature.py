@@ -37,6 +37,7 @@ from mathutils import Matrix
 from ...formats.curves import (
     BoneMaps,
     bake_keys,
+    bake_many,
     continuity_signs,
     continuous_angles,
     euler_to_matrix,
@@ -293,18 +294,68 @@ def component_channels(channels, rig: Rig) -> list[tuple[Channel, list[Channel] 
             parts = groups[(channel.target, channel.path)] = []
             out.append(parts)
         parts.append(channel)
-    return [(_merged(p, rig.maps[p[0].target]), p) if isinstance(p, list) else (p, None) for p in out]
+    baking = [p for p in out if isinstance(p, list) and _bakes_merge(p)]
+    baked = dict(zip(map(id, baking), _bake_merges(baking, rig.maps), strict=True))
+    return [
+        (_merged(p, rig.maps[p[0].target], baked.get(id(p))), p) if isinstance(p, list) else (p, None)
+        for p in out
+    ]
 
 
-def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
+def _shares_keys(parts: list[Channel]) -> bool:
+    """Whether ``parts`` are keyed at the same frames with the same interpolation."""
+    first = parts[0]
+    times = np.asarray(first.times, np.float64)
+    return all(np.array_equal(p.times, times) and p.interpolation == first.interpolation for p in parts)
+
+
+def _bakes_merge(parts: list[Channel]) -> bool:
+    """Whether ``_merged`` bakes ``parts``: components keyed at different frames, not all steps."""
+    return not _shares_keys(parts) and not all(p.interpolation == "CONSTANT" for p in parts)
+
+
+def _rows_by_curve(curve: np.ndarray, count: int) -> tuple[np.ndarray, list[tuple[int, slice]]]:
+    """The rows of ``bake_many``'s ``curve`` (N,) sorted by curve (order kept within one), and the
+    slice of those sorted rows each curve of ``count`` that has any holds."""
+    order = np.argsort(curve, kind="stable")
+    bounds = np.searchsorted(curve[order], np.arange(count + 1))
+    return order, [(c, slice(bounds[c], bounds[c + 1])) for c in range(count) if bounds[c + 1] > bounds[c]]
+
+
+def _bake_merges(groups: list[list[Channel]], maps: dict[str, BoneMaps]) -> list[tuple]:
+    """``_merged``'s bake of each of ``groups`` (``_bakes_merge``), all in one ``bake_many``."""
+    if not groups:
+        return []
+    rests = np.array([_rest_values(maps[parts[0].target])[parts[0].path] for parts in groups])
+
+    def evaluate(curve, frames):  # every part of every group in one pass
+        values = rests[curve]
+        order, rows = _rows_by_curve(curve, len(groups))
+        jobs = [(order[r], frames[order[r]], p) for c, r in rows for p in groups[c]]
+        sampled = sample_many(
+            [
+                (p.times, np.asarray(p.values, np.float64).reshape(-1, 1), p.interpolation)
+                + (p.handles_left, p.handles_right, at)
+                for _, at, p in jobs
+            ]
+        )
+        for (where, _, p), part in zip(jobs, sampled, strict=True):
+            values[where, p.index] = part[:, 0]
+        return values
+
+    times = [np.unique(np.concatenate([np.asarray(p.times, np.float64) for p in parts])) for parts in groups]
+    return bake_many(times, evaluate)
+
+
+def _merged(parts: list[Channel], maps: BoneMaps, baked: tuple | None) -> Channel:
     """One channel of every component of ``parts``' path; components they do not key hold the rest value.
-    Components keyed at different frames are baked together (``curves.bake_keys``), steps at their keys."""
+    Components keyed at different frames are baked together (``baked``: ``_bake_merges``' keys of
+    them), steps at their keys."""
     first = parts[0]
     rest = _rest_values(maps)[first.path]
     times = np.asarray(first.times, np.float64)
-    shared = all(np.array_equal(p.times, times) and p.interpolation == first.interpolation for p in parts)
     interpolation, left, right = first.interpolation, None, None
-    if shared:
+    if _shares_keys(parts):
         values = np.tile(rest, (len(times), 1))
         for p in parts:
             values[:, p.index] = np.asarray(p.values, np.float64).reshape(-1)
@@ -341,7 +392,7 @@ def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
             interpolation, values = "CONSTANT", evaluate(times)
         else:
             interpolation = "BEZIER"
-            times, values, left, right = bake_keys(times, evaluate)
+            times, values, left, right = baked
     return Channel("bone", first.target, first.path, times, values, interpolation, left, right, first.extras)
 
 
@@ -354,8 +405,42 @@ def _rest_values(maps: BoneMaps) -> dict[str, np.ndarray]:
     }
 
 
-def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig: Rig):
-    """Key a bone channel on its pose bone; returns the keys as written (``animation.fcurve_rows``)."""
+def bake_channels(channels: list[Channel], rig: Rig) -> dict[int, tuple]:
+    """``_bake`` of each of ``channels`` that ``key_bone_channel`` bakes (steps aside), by id of the
+    channel: one ``bake_many`` per pose path for all, so that the bake costs no fixed time per channel."""
+    jobs: dict[str, list] = {}
+    for channel in channels:
+        maps = rig.maps.get(channel.target) if channel.target_kind == "bone" else None
+        if (
+            maps is None
+            or channel.index is not None
+            or channel.path not in BONE_PATHS
+            or channel.interpolation == "CONSTANT"
+            or not len(channel.times)
+        ):
+            continue
+        times = np.asarray(channel.times, np.float64)
+        values = np.asarray(channel.values, np.float64).reshape(len(times), -1)
+        hl = None if channel.handles_left is None else np.asarray(channel.handles_left, np.float64)
+        hr = None if channel.handles_right is None else np.asarray(channel.handles_right, np.float64)
+        pose_bone = rig.obj.pose.bones[rig.pose_names[channel.target]]
+        if _mapped(channel.path, values, hl, hr, channel.interpolation, maps, pose_bone) is None:
+            jobs.setdefault(channel.path, []).append((channel, times, values, hl, hr, maps))
+    return {
+        id(job[0]): baked for group in jobs.values() for job, baked in zip(group, _baked(group), strict=True)
+    }
+
+
+def _mapped(path, values, hl, hr, interpolation, maps: BoneMaps, pose_bone):
+    """``map_keys`` of a whole-vector channel onto its pose path; None when it has to be baked."""
+    if path not in maps.maps or (path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"):
+        return None
+    return map_keys(values, hl, hr, interpolation, *maps.maps[path])
+
+
+def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig: Rig, baked=None):
+    """Key a bone channel on its pose bone; returns the keys as written (``animation.fcurve_rows``).
+    ``baked``: the channel's ``bake_channels`` result, when it has one."""
     maps, pose_name = rig.maps[channel.target], rig.pose_names[channel.target]
     pose_bone = rig.obj.pose.bones[pose_name]
     path = channel.path
@@ -377,11 +462,12 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
         # the shorter between keys half a turn apart (dot 0) is the channel's to say, not rounding's.
         times, values, added = slerp_keys(times, values, compat.MERGE_DISTANCE)
         record.slerp = added.tolist()
-    mapped = None
-    if path in maps.maps and not (path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"):
-        mapped = map_keys(values, hl, hr, interpolation, *maps.maps[path])
+    mapped = _mapped(path, values, hl, hr, interpolation, maps, pose_bone)
     if mapped is None:
-        times, mapped, interpolation, path = _bake(channel, times, values, hl, hr, maps, record)
+        record.baked = path
+        if baked is None:
+            baked = _baked([(channel, times, values, hl, hr, maps)])[0]
+        times, mapped, interpolation, path = baked
         actions.result.baked.append(f"{actions.animation.name}: {channel.target} {channel.path}")
     new_values, hl, hr = mapped
     if path == "rotation_quaternion":
@@ -391,29 +477,53 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
     return actions.write(fcurves, record, times, new_values, interpolation, hl, hr)
 
 
-def _bake(channel, times, values, hl, hr, maps: BoneMaps, record: ChannelRecord):
-    """(frames, (pose values, handles), interpolation, pose path) of a channel no affine map carries:
-    Bézier keys that follow it at every frame and between frames (``curves.bake_keys``); eulers
-    become quaternions. Steps stay steps, at their keys."""
-    path = channel.path
-    if path == "rotation_euler":
-        path = "rotation_quaternion"
-        record.baked = "rotation_euler"
+def _baked(jobs: list[tuple]) -> list[tuple]:
+    """(frames, (pose values, handles), interpolation, pose path) of each of ``jobs`` (channel, times,
+    values, handles left and right, maps; channels of one path no affine map carries): Bézier keys that
+    follow it at every frame and between frames (``curves.bake_many``, all in one); eulers become
+    quaternions. Steps stay steps, at their keys."""
+    path = jobs[0][0].path
+    euler = path == "rotation_euler"
 
-        def pose(frames):
-            euler = sample(times, values, channel.interpolation, hl, hr, frames)
-            return matrix_to_quat(maps.basis_rotation(euler_to_matrix(euler)))
-    else:
-        record.baked = path
-        a, b = maps.maps[path]
+    def pose(curve, frames):  # every channel's frames of ``curve`` in one pass
+        order, rows = _rows_by_curve(curve, len(jobs))
+        sampled = sample_many(
+            [(*jobs[c][1:3], jobs[c][0].interpolation, *jobs[c][3:5], frames[order[r]]) for c, r in rows]
+        )
+        if euler:
+            matrices = np.split(
+                euler_to_matrix(np.concatenate(sampled)), np.cumsum([len(v) for v in sampled])[:-1]
+            )
+            posed = matrix_to_quat(
+                np.concatenate(
+                    [jobs[c][5].basis_rotation(m) for (c, _), m in zip(rows, matrices, strict=True)]
+                )
+            )
+        else:
+            posed = np.concatenate(
+                [
+                    v @ jobs[c][5].maps[path][0].T + jobs[c][5].maps[path][1]
+                    for (c, _), v in zip(rows, sampled, strict=True)
+                ]
+            )
+        out = np.empty_like(posed)
+        out[order] = posed
+        return out
 
-        def pose(frames):
-            return sample(times, values, channel.interpolation, hl, hr, frames) @ a.T + b
-
-    if channel.interpolation == "CONSTANT":
-        return times, (pose(times), None, None), "CONSTANT", path
-    frames, baked, left, right = bake_keys(times, pose, quaternion=path == "rotation_quaternion")
-    return frames, (baked, left, right), "BEZIER", path
+    pose_path = "rotation_quaternion" if euler else path
+    out: list = [None] * len(jobs)
+    steps = [i for i, job in enumerate(jobs) if job[0].interpolation == "CONSTANT"]
+    for i in steps:
+        times = jobs[i][1]
+        out[i] = (times, (pose(np.full(len(times), i), times), None, None), "CONSTANT", pose_path)
+    bezier = [i for i, job in enumerate(jobs) if job[0].interpolation != "CONSTANT"]
+    if bezier:
+        baked = bake_many(
+            [jobs[i][1] for i in bezier], lambda curve, frames: pose(np.take(bezier, curve), frames), euler
+        )
+        for i, (frames, values, left, right) in zip(bezier, baked, strict=True):
+            out[i] = (frames, (values, left, right), "BEZIER", pose_path)
+    return out
 
 
 def _continuous(values, hl, hr, record: ChannelRecord):
