@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 import bpy
 import numpy as np
@@ -406,7 +407,7 @@ def _rest_values(maps: BoneMaps) -> dict[str, np.ndarray]:
 
 
 def bake_channels(channels: list[Channel], rig: Rig) -> dict[int, tuple]:
-    """``_bake`` of each of ``channels`` that ``key_bone_channel`` bakes (steps aside), by id of the
+    """``_baked`` keys of each of ``channels`` that ``key_bone_channel`` bakes (steps aside), by id of the
     channel: one ``bake_many`` per pose path for all, so that the bake costs no fixed time per channel."""
     jobs: dict[str, list] = {}
     for channel in channels:
@@ -425,9 +426,11 @@ def bake_channels(channels: list[Channel], rig: Rig) -> dict[int, tuple]:
         hr = None if channel.handles_right is None else np.asarray(channel.handles_right, np.float64)
         pose_bone = rig.obj.pose.bones[rig.pose_names[channel.target]]
         if _mapped(channel.path, values, hl, hr, channel.interpolation, maps, pose_bone) is None:
-            jobs.setdefault(channel.path, []).append((channel, times, values, hl, hr, maps))
+            jobs.setdefault(channel.path, []).append(_BakeJob(channel, times, values, hl, hr, maps))
     return {
-        id(job[0]): baked for group in jobs.values() for job, baked in zip(group, _baked(group), strict=True)
+        id(job.channel): baked
+        for group in jobs.values()
+        for job, baked in zip(group, _baked(group), strict=True)
     }
 
 
@@ -466,7 +469,7 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
     if mapped is None:
         record.baked = path
         if baked is None:
-            baked = _baked([(channel, times, values, hl, hr, maps)])[0]
+            baked = _baked([_BakeJob(channel, times, values, hl, hr, maps)])[0]
         times, mapped, interpolation, path = baked
         actions.result.baked.append(f"{actions.animation.name}: {channel.target} {channel.path}")
     new_values, hl, hr = mapped
@@ -477,49 +480,61 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
     return actions.write(fcurves, record, times, new_values, interpolation, hl, hr)
 
 
-def _baked(jobs: list[tuple]) -> list[tuple]:
-    """(frames, (pose values, handles), interpolation, pose path) of each of ``jobs`` (channel, times,
-    values, handles left and right, maps; channels of one path no affine map carries): Bézier keys that
-    follow it at every frame and between frames (``curves.bake_many``, all in one); eulers become
-    quaternions. Steps stay steps, at their keys."""
-    path = jobs[0][0].path
+class _BakeJob(NamedTuple):
+    """A whole-vector bone channel no affine map carries, as ``key_bone_channel`` has it."""
+
+    channel: Channel
+    times: np.ndarray
+    values: np.ndarray
+    left: np.ndarray | None
+    right: np.ndarray | None
+    maps: BoneMaps
+
+
+def _baked(jobs: list[_BakeJob]) -> list[tuple]:
+    """(frames, (pose values, handles), interpolation, pose path) of each of ``jobs`` (of one path):
+    Bézier keys that follow it at every frame and between frames (``curves.bake_many``, all in one);
+    eulers become quaternions. Steps stay steps, at their keys."""
+    path = jobs[0].channel.path
     euler = path == "rotation_euler"
 
-    def pose(curve, frames):  # every channel's frames of ``curve`` in one pass
+    def pose(curve, frames):  # the rows of every job in one pass
         order, rows = _rows_by_curve(curve, len(jobs))
         sampled = sample_many(
-            [(*jobs[c][1:3], jobs[c][0].interpolation, *jobs[c][3:5], frames[order[r]]) for c, r in rows]
+            [
+                (jobs[c].times, jobs[c].values, jobs[c].channel.interpolation, jobs[c].left, jobs[c].right)
+                + (frames[order[r]],)
+                for c, r in rows
+            ]
         )
         if euler:
-            matrices = np.split(
-                euler_to_matrix(np.concatenate(sampled)), np.cumsum([len(v) for v in sampled])[:-1]
-            )
-            posed = matrix_to_quat(
-                np.concatenate(
-                    [jobs[c][5].basis_rotation(m) for (c, _), m in zip(rows, matrices, strict=True)]
-                )
-            )
+            rotations = euler_to_matrix(np.concatenate(sampled))
+            rotations = np.split(rotations, np.cumsum([len(v) for v in sampled])[:-1])
+            bases = [jobs[c].maps.basis_rotation(m) for (c, _), m in zip(rows, rotations, strict=True)]
+            posed = matrix_to_quat(np.concatenate(bases))
         else:
-            posed = np.concatenate(
-                [
-                    v @ jobs[c][5].maps[path][0].T + jobs[c][5].maps[path][1]
-                    for (c, _), v in zip(rows, sampled, strict=True)
-                ]
-            )
+            affine = [jobs[c].maps.maps[path] for c, _ in rows]
+            posed = np.concatenate([v @ a.T + b for v, (a, b) in zip(sampled, affine, strict=True)])
         out = np.empty_like(posed)
         out[order] = posed
         return out
 
     pose_path = "rotation_quaternion" if euler else path
     out: list = [None] * len(jobs)
-    steps = [i for i, job in enumerate(jobs) if job[0].interpolation == "CONSTANT"]
-    for i in steps:
-        times = jobs[i][1]
-        out[i] = (times, (pose(np.full(len(times), i), times), None, None), "CONSTANT", pose_path)
-    bezier = [i for i, job in enumerate(jobs) if job[0].interpolation != "CONSTANT"]
+    bezier = []
+    for i, job in enumerate(jobs):
+        if job.channel.interpolation == "CONSTANT":
+            out[i] = (
+                job.times,
+                (pose(np.full(len(job.times), i), job.times), None, None),
+                "CONSTANT",
+                pose_path,
+            )
+        else:
+            bezier.append(i)
     if bezier:
         baked = bake_many(
-            [jobs[i][1] for i in bezier], lambda curve, frames: pose(np.take(bezier, curve), frames), euler
+            [jobs[i].times for i in bezier], lambda c, frames: pose(np.take(bezier, c), frames), euler
         )
         for i, (frames, values, left, right) in zip(bezier, baked, strict=True):
             out[i] = (frames, (values, left, right), "BEZIER", pose_path)
