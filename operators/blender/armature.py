@@ -465,7 +465,7 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
         # the shorter between keys half a turn apart (dot 0) is the channel's to say, not rounding's.
         times, values, added = slerp_keys(times, values, compat.MERGE_DISTANCE)
         record.slerp = added.tolist()
-    mapped = _mapped(path, values, hl, hr, interpolation, maps, pose_bone)
+    mapped = None if baked is not None else _mapped(path, values, hl, hr, interpolation, maps, pose_bone)
     if mapped is None:
         record.baked = path
         if baked is None:
