@@ -89,6 +89,15 @@ class BoneMaps:
         return {path: scaled_permutation(a) for path, (a, _) in self.maps.items()}
 
     @cached_property
+    def rest_values(self) -> dict[str, np.ndarray]:
+        """The parent-relative values of the bone at rest, by path of the per-component channels."""
+        return {
+            "location": self.rest_translation,
+            "rotation_euler": matrix_to_euler(self.rest_rotation[None])[0],
+            "scale": self.rest_scale,
+        }
+
+    @cached_property
     def inverses(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Pose basis → parent-relative channels: made once per bone, when first asked for."""
         return {path: inverse(*affine) for path, affine in self.maps.items()}

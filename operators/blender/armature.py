@@ -327,7 +327,7 @@ def _bake_merges(groups: list[list[Channel]], maps: dict[str, BoneMaps]) -> list
     """``_merged``'s bake of each of ``groups`` (``_bakes_merge``), all in one ``bake_many``."""
     if not groups:
         return []
-    rests = np.array([_rest_values(maps[parts[0].target])[parts[0].path] for parts in groups])
+    rests = np.array([maps[parts[0].target].rest_values[parts[0].path] for parts in groups])
 
     def evaluate(curve, frames):  # every part of every group in one pass
         values = rests[curve]
@@ -353,7 +353,7 @@ def _merged(parts: list[Channel], maps: BoneMaps, baked: tuple | None) -> Channe
     Components keyed at different frames are baked together (``baked``: ``_bake_merges``' keys of
     them), steps at their keys."""
     first = parts[0]
-    rest = _rest_values(maps)[first.path]
+    rest = maps.rest_values[first.path]
     times = np.asarray(first.times, np.float64)
     interpolation, left, right = first.interpolation, None, None
     if _shares_keys(parts):
@@ -395,15 +395,6 @@ def _merged(parts: list[Channel], maps: BoneMaps, baked: tuple | None) -> Channe
             interpolation = "BEZIER"
             times, values, left, right = baked
     return Channel("bone", first.target, first.path, times, values, interpolation, left, right, first.extras)
-
-
-def _rest_values(maps: BoneMaps) -> dict[str, np.ndarray]:
-    """The parent-relative values of a bone at rest, by path of the per-component channels."""
-    return {
-        "location": maps.rest_translation,
-        "rotation_euler": matrix_to_euler(maps.rest_rotation[None])[0],
-        "scale": maps.rest_scale,
-    }
 
 
 def bake_channels(channels: list[Channel], rig: Rig) -> dict[int, tuple]:
@@ -635,7 +626,7 @@ def _parents_first(names: list[str], bones) -> list[str]:
 def split(channel: Channel, parts: list[SceneChannel], maps: BoneMaps) -> list[Channel]:
     """A whole-vector channel as the per-component channels it was merged from, and as a new one each
     other component an edit moved off its rest value (Blender plays it, so export writes it)."""
-    rest = _rest_values(maps).get(channel.path)
+    rest = maps.rest_values.get(channel.path)
     off_rest = np.zeros(0 if rest is None else len(rest), bool)
     for values in (channel.values, channel.handles_left, channel.handles_right):
         if rest is not None and values is not None:  # beyond float32 rounding of the pose mapped back
