@@ -22,6 +22,8 @@ of all components share their frames.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from .scene import quat_multiply
@@ -112,6 +114,15 @@ class BoneMaps:
             )
             for i in range(count)
         ]
+
+    @cached_property
+    def rest_values(self) -> dict[str, np.ndarray]:
+        """The parent-relative values of the bone at rest, by path of the per-component channels."""
+        return {
+            "location": self.rest_translation,
+            "rotation_euler": matrix_to_euler(self.rest_rotation[None])[0],
+            "scale": self.rest_scale,
+        }
 
     def basis_rotation(self, rotations: np.ndarray) -> np.ndarray:
         """(K, 3, 3) parent-relative rotations → pose-basis rotations."""
@@ -285,8 +296,15 @@ def _first_crossing(x0, x1, x2, x3, target):
     even = (np.abs(x1 - x0 - span / 3) <= 1e-9 * np.abs(span)) & (
         np.abs(x3 - x2 - span / 3) <= 1e-9 * np.abs(span)
     )
+    linear = np.clip((target - x0) / np.where(span > 0, span, 1.0), 0.0, 1.0)
     if even.all():
-        return np.clip((target - x0) / np.where(span > 0, span, 1.0), 0.0, 1.0)
+        return linear
+    linear[~even] = _solved_crossing(x0[~even], x1[~even], x2[~even], x3[~even], target[~even])
+    return linear
+
+
+def _solved_crossing(x0, x1, x2, x3, target):
+    """``_first_crossing`` of segments whose frame is not linear in t: bracketed on a grid, bisected."""
     grid = np.linspace(0.0, 1.0, 33)
     xs = _bezier(x0[..., None], x1[..., None], x2[..., None], x3[..., None], grid) - target[..., None]
     crossed = np.diff(np.sign(xs), axis=-1) != 0
@@ -325,12 +343,24 @@ def bake_keys(times, evaluate, quaternion: bool = False):
     quarters of it, a key in its middle, down to ``BAKE_HALVINGS`` halvings of a frame. Quaternions
     are compared normalised, as Blender poses them, each key in the hemisphere of the one before.
     """
-    frames = bake_frames(np.asarray(times, np.float64))
-    values = evaluate(frames)
-    if quaternion:
-        values = values * continuity_signs(values)[:, None]
-    left, right = _slopes(evaluate, frames, values, quaternion)
-    check = np.arange(len(frames) - 1)  # segments (by their first key) not yet known to follow the curve
+    return bake_many([times], lambda _, frames: evaluate(frames), quaternion)[0]
+
+
+def bake_many(times_list, evaluate, quaternion: bool = False) -> list[tuple]:
+    """``bake_keys`` of many curves in one pass: ``evaluate`` (curve (N,), frames (N,)) → values (N, C)
+    is given each frame with the index of its curve in ``times_list``. Rows never mix, so each curve
+    gets the keys ``bake_keys`` gives it alone, without its fixed cost per call."""
+    frames = [bake_frames(np.asarray(times, np.float64)) for times in times_list]
+    curve = np.repeat(np.arange(len(frames)), [len(f) for f in frames])
+    frames = np.concatenate(frames)
+    values = evaluate(curve, frames)
+    if quaternion:  # continuity_signs along each curve
+        dots = np.einsum("ij,ij->i", values[1:], values[:-1])
+        signs = np.concatenate([[1.0], np.cumprod(np.where(dots < 0, -1.0, 1.0))])
+        signs *= signs[np.searchsorted(curve, curve)]  # ±1: each curve starts at +1
+        values = values * signs[:, None]
+    left, right = _slopes(evaluate, curve, frames, values, quaternion)
+    check = np.flatnonzero(curve[1:] == curve[:-1])  # segments (by their first key) not yet known to follow
     u = np.array([0.25, 0.5, 0.75])
     for _ in range(BAKE_HALVINGS):
         gaps = frames[check + 1] - frames[check]
@@ -338,7 +368,7 @@ def bake_keys(times, evaluate, quaternion: bool = False):
         if not len(check):
             break
         gaps = frames[check + 1] - frames[check]
-        truth = evaluate((frames[check, None] + gaps[:, None] * u).reshape(-1))
+        truth = evaluate(np.repeat(curve[check], 3), (frames[check, None] + gaps[:, None] * u).reshape(-1))
         truth = truth.reshape(len(check), 3, values.shape[1])
         p0, p3 = values[check, None], values[check + 1, None]
         p1 = p0 + (right[check] * gaps[:, None] / 3)[:, None]
@@ -352,8 +382,9 @@ def bake_keys(times, evaluate, quaternion: bool = False):
             break
         middles = (frames[split] + frames[split + 1]) / 2
         middle_values = truth[np.searchsorted(check, split), 1]  # the curve at u = 0.5, already aligned
-        middle_left, middle_right = _slopes(evaluate, middles, middle_values, quaternion)
+        middle_left, middle_right = _slopes(evaluate, curve[split], middles, middle_values, quaternion)
         at = split + 1
+        curve = np.insert(curve, at, curve[split])
         frames = np.insert(frames, at, middles)
         values = np.insert(values, at, middle_values, axis=0)
         left = np.insert(left, at, middle_left, axis=0)
@@ -361,7 +392,8 @@ def bake_keys(times, evaluate, quaternion: bool = False):
         first = split + np.arange(len(split))  # each split segment's first key, after the insertions
         check = np.concatenate([first, first + 1])
         check.sort()
-    gaps = np.diff(frames)
+    inside = curve[1:] == curve[:-1]
+    gaps = np.where(inside, np.diff(frames), 1.0)
     before = np.concatenate([[1.0], gaps]) / 3
     after = np.concatenate([gaps, [1.0]]) / 3
     handles_left = np.stack(
@@ -370,7 +402,10 @@ def bake_keys(times, evaluate, quaternion: bool = False):
     handles_right = np.stack(
         np.broadcast_arrays((frames + after)[:, None], values + right * after[:, None]), -1
     )
-    return frames, values, handles_left, handles_right
+    bounds = np.flatnonzero(~inside) + 1
+    return list(
+        zip(*(np.split(a, bounds) for a in (frames, values, handles_left, handles_right)), strict=True)
+    )
 
 
 def continuous_angles(evaluate, times):
@@ -389,12 +424,14 @@ def continuous_angles(evaluate, times):
     return unwrapped
 
 
-def _slopes(evaluate, frames, values, quaternion: bool):
+def _slopes(evaluate, curve, frames, values, quaternion: bool):
     """The curve's slope just before and just after each frame (second-order one-sided differences
-    from samples that leave the frame itself out, so a step at a key does not count as a slope)."""
+    from samples that leave the frame itself out, so a step at a key does not count as a slope);
+    ``evaluate`` and ``curve`` as in ``bake_many``."""
     h = _SLOPE_STEP
     offsets = np.array([-3, -2, -1, 1, 2, 3]) * h
-    near = evaluate((frames[:, None] + offsets).reshape(-1)).reshape(len(frames), 6, values.shape[1])
+    near = evaluate(np.repeat(curve, 6), (frames[:, None] + offsets).reshape(-1))
+    near = near.reshape(len(frames), 6, values.shape[1])
     if quaternion:  # each sample in the hemisphere of its key
         near = near * np.where(np.sum(near * values[:, None], axis=-1, keepdims=True) < 0, -1.0, 1.0)
     # The slope at f±h from three samples on one side, moved to f along the curvature they show.
@@ -413,61 +450,77 @@ def sample(times, values, interpolation, handles_left, handles_right, frames) ->
 def sample_many(curves) -> list[np.ndarray]:
     """``sample`` of each (times, values, interpolation, handles_left, handles_right, frames) of ``curves``.
 
-    The Bézier segments of all are solved in one pass: the solve is per element, so each result is
-    the one ``sample`` gives alone, without its fixed cost per call.
+    Curves of one kind (interpolation, components) are evaluated together, their keys and frames
+    concatenated: every step is per element, so each result is the one ``sample`` gives alone,
+    without its fixed cost per call.
     """
-    prepared = [_segments(*curve) for curve in curves]
-    pending = [p for p in prepared if isinstance(p[0], tuple)]
-    if pending:
-        flat = [np.concatenate([p[0][i].ravel() for p in pending]) for i in range(9)]
-        t = _first_crossing(*flat[:4], flat[8])
-        solved = _bezier(*flat[4:8], t)
-        sizes = np.cumsum([p[0][8].size for p in pending])[:-1]
-        for p, part in zip(pending, np.split(solved, sizes), strict=True):
-            target, solve = p[0][8:]
-            p[0] = np.zeros((len(solve),) + target.shape[1:])
-            p[0][solve] = part.reshape(target.shape)
-    return [_held(*p) for p in prepared]
+    out: list = [None] * len(curves)
+    kinds: dict[tuple, list] = {}
+    for i, (times, values, interpolation, handles_left, handles_right, frames) in enumerate(curves):
+        times = np.asarray(times, dtype=np.float64)
+        values = np.asarray(values, dtype=np.float64)
+        frames = np.asarray(frames, dtype=np.float64)
+        if len(times) == 1:
+            out[i] = np.repeat(values[:1], len(frames), axis=0)
+            continue
+        kind = "BEZIER"
+        if interpolation == "CONSTANT":
+            kind = "CONSTANT"
+        elif interpolation == "LINEAR" or handles_left is None or handles_right is None:
+            kind = "LINEAR"
+        handles = (handles_left, handles_right) if kind == "BEZIER" else None
+        kinds.setdefault((kind, values.shape[1:]), []).append((i, times, values, handles, frames))
+    for (kind, _), group in kinds.items():
+        results = _sample_kind(kind, group)
+        sizes = np.cumsum([len(g[4]) for g in group])[:-1]
+        for (i, *_), result in zip(group, np.split(results, sizes), strict=True):
+            out[i] = result
+    return out
 
 
-def _segments(times, values, interpolation, handles_left, handles_right, frames) -> list:
-    """[the values at ``frames`` inside the keyed range, or for Bézier keys the segments to solve there
-    (frame and value coordinates of the four points, the frames, which frames: not those on a key),
-    times, values, frames, which frames are on a key]."""
-    times = np.asarray(times, dtype=np.float64)
-    values = np.asarray(values, dtype=np.float64)
-    frames = np.asarray(frames, dtype=np.float64)
-    if len(times) == 1:
-        return [np.repeat(values[:1], len(frames), axis=0), times, values, frames, None]
-    # The keys are in frame order: a frame is on a key when the first key not before it is at it.
-    exact = times[np.minimum(np.searchsorted(times, frames), len(times) - 1)] == frames
-    seg = np.clip(np.searchsorted(times, frames, side="right") - 1, 0, len(times) - 2)
+def _sample_kind(kind: str, group: list) -> np.ndarray:
+    """The frames of ``group``'s curves (index, times, values, handles, frames; two keys at least, of one
+    ``kind``) sampled, concatenated: each frame looks its segment up in its own curve's keys."""
+    times = np.concatenate([g[1] for g in group])
+    values = np.concatenate([g[2] for g in group])
+    frames = np.concatenate([g[4] for g in group])
+    starts = np.cumsum([0] + [len(g[1]) for g in group])[:-1]
+    counts = [len(g[4]) for g in group]
+    # Per frame: the last key at or before it (in the concatenation), and the first key not before it.
+    after = np.concatenate([np.searchsorted(g[1], g[4], side="right") for g in group]).astype(np.int64)
+    not_before = np.concatenate([np.searchsorted(g[1], g[4]) for g in group]).astype(np.int64)
+    start = np.repeat(starts, counts)
+    end = start + np.repeat([len(g[1]) for g in group], counts) - 1  # each curve's last key
+    exact = times[np.minimum(start + not_before, end)] == frames  # the keys are in frame order
+    seg = np.clip(start + after - 1, start, end - 1)
     x0, x1 = times[seg], times[seg + 1]
     y0, y1 = values[seg], values[seg + 1]
-    if interpolation == "CONSTANT":
-        return [y0, times, values, frames, exact]
-    if interpolation == "LINEAR" or handles_left is None or handles_right is None:
+    first, last = times[start], times[end]
+    if kind == "CONSTANT":
+        result = y0
+    elif kind == "LINEAR":
         u = np.clip((frames - x0) / np.where(x1 > x0, x1 - x0, 1.0), 0.0, 1.0)[:, None]
-        return [y0 + (y1 - y0) * u, times, values, frames, exact]
-    solve = (frames > times[0]) & (frames < times[-1]) & ~exact  # the others are _held's
-    seg, x0, x1, y0, y1 = seg[solve], x0[solve], x1[solve], y0[solve], y1[solve]
-    p0 = np.stack([np.broadcast_to(x0[:, None], y0.shape), y0], axis=-1)
-    p3 = np.stack([np.broadcast_to(x1[:, None], y1.shape), y1], axis=-1)
-    p1, p2 = _correct_handles(p0, handles_right[seg], handles_left[seg + 1], p3)
-    points = [p[..., axis] for axis in (0, 1) for p in (p0, p1, p2, p3)]
-    target = np.broadcast_to(frames[solve][:, None], y0.shape)
-    return [(*points, target, solve), times, values, frames, exact]
-
-
-def _held(result, times, values, frames, exact) -> np.ndarray:
-    """``result`` inside the keyed range, the first or last key's value outside and the key's on a key."""
-    if len(times) == 1:
-        return result
-    inside = (frames > times[0]) & (frames < times[-1])
-    result = np.where(inside[:, None], result, np.where((frames <= times[0])[:, None], values[0], values[-1]))
+        result = y0 + (y1 - y0) * u
+    else:
+        handles_left = np.concatenate([np.asarray(g[3][0], np.float64) for g in group])
+        handles_right = np.concatenate([np.asarray(g[3][1], np.float64) for g in group])
+        solve = (frames > first) & (frames < last) & ~exact  # the others are held below
+        seg, x0, x1, y0, y1 = seg[solve], x0[solve], x1[solve], y0[solve], y1[solve]
+        p0 = np.stack([np.broadcast_to(x0[:, None], y0.shape), y0], axis=-1)
+        p3 = np.stack([np.broadcast_to(x1[:, None], y1.shape), y1], axis=-1)
+        p1, p2 = _correct_handles(p0, handles_right[seg], handles_left[seg + 1], p3)
+        target = np.broadcast_to(frames[solve][:, None], y0.shape)
+        t = _first_crossing(p0[..., 0], p1[..., 0], p2[..., 0], p3[..., 0], target)
+        result = np.zeros((len(frames),) + y0.shape[1:])
+        result[solve] = _bezier(p0[..., 1], p1[..., 1], p2[..., 1], p3[..., 1], t)
+    # The first or last key's value outside the keyed range; on a key that key's (of two keys at one
+    # frame the later: the game's step, as at any other frame).
+    inside = (frames > first) & (frames < last)
+    result = np.where(
+        inside[:, None], result, np.where((frames <= first)[:, None], values[start], values[end])
+    )
     if exact.any():
-        # On two keys at one frame the later holds (the game's step), as at any other frame.
-        result[exact] = values[np.searchsorted(times, frames[exact], side="right") - 1]
+        result[exact] = values[(start + after - 1)[exact]]
     return result
 
 

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 import bpy
 import numpy as np
@@ -36,6 +37,7 @@ import numpy as np
 from ...formats.curves import (
     BoneMaps,
     bake_keys,
+    bake_many,
     continuity_signs,
     continuous_angles,
     euler_to_matrix,
@@ -290,18 +292,68 @@ def component_channels(channels, rig: Rig) -> list[tuple[Channel, list[Channel] 
             parts = groups[(channel.target, channel.path)] = []
             out.append(parts)
         parts.append(channel)
-    return [(_merged(p, rig.maps[p[0].target]), p) if isinstance(p, list) else (p, None) for p in out]
+    baking = [p for p in out if isinstance(p, list) and _bakes_merge(p)]
+    baked = dict(zip(map(id, baking), _bake_merges(baking, rig.maps), strict=True))
+    return [
+        (_merged(p, rig.maps[p[0].target], baked.get(id(p))), p) if isinstance(p, list) else (p, None)
+        for p in out
+    ]
 
 
-def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
-    """One channel of every component of ``parts``' path; components they do not key hold the rest value.
-    Components keyed at different frames are baked together (``curves.bake_keys``), steps at their keys."""
+def _shares_keys(parts: list[Channel]) -> bool:
+    """Whether ``parts`` are keyed at the same frames with the same interpolation."""
     first = parts[0]
-    rest = _rest_values(maps)[first.path]
     times = np.asarray(first.times, np.float64)
-    shared = all(np.array_equal(p.times, times) and p.interpolation == first.interpolation for p in parts)
+    return all(np.array_equal(p.times, times) and p.interpolation == first.interpolation for p in parts)
+
+
+def _bakes_merge(parts: list[Channel]) -> bool:
+    """Whether ``_merged`` bakes ``parts``: components keyed at different frames, not all steps."""
+    return not _shares_keys(parts) and not all(p.interpolation == "CONSTANT" for p in parts)
+
+
+def _rows_by_curve(curve: np.ndarray, count: int) -> tuple[np.ndarray, list[tuple[int, slice]]]:
+    """The rows of ``bake_many``'s ``curve`` (N,) sorted by curve (order kept within one), and the
+    slice of those sorted rows each curve of ``count`` that has any holds."""
+    order = np.argsort(curve, kind="stable")
+    bounds = np.searchsorted(curve[order], np.arange(count + 1))
+    return order, [(c, slice(bounds[c], bounds[c + 1])) for c in range(count) if bounds[c + 1] > bounds[c]]
+
+
+def _bake_merges(groups: list[list[Channel]], maps: dict[str, BoneMaps]) -> list[tuple]:
+    """``_merged``'s bake of each of ``groups`` (``_bakes_merge``), all in one ``bake_many``."""
+    if not groups:
+        return []
+    rests = np.array([maps[parts[0].target].rest_values[parts[0].path] for parts in groups])
+
+    def evaluate(curve, frames):  # every part of every group in one pass
+        values = rests[curve]
+        order, rows = _rows_by_curve(curve, len(groups))
+        jobs = [(order[r], frames[order[r]], p) for c, r in rows for p in groups[c]]
+        sampled = sample_many(
+            [
+                (p.times, np.asarray(p.values, np.float64).reshape(-1, 1), p.interpolation)
+                + (p.handles_left, p.handles_right, at)
+                for _, at, p in jobs
+            ]
+        )
+        for (where, _, p), part in zip(jobs, sampled, strict=True):
+            values[where, p.index] = part[:, 0]
+        return values
+
+    times = [np.unique(np.concatenate([np.asarray(p.times, np.float64) for p in parts])) for parts in groups]
+    return bake_many(times, evaluate)
+
+
+def _merged(parts: list[Channel], maps: BoneMaps, baked: tuple | None) -> Channel:
+    """One channel of every component of ``parts``' path; components they do not key hold the rest value.
+    Components keyed at different frames are baked together (``baked``: ``_bake_merges``' keys of
+    them), steps at their keys."""
+    first = parts[0]
+    rest = maps.rest_values[first.path]
+    times = np.asarray(first.times, np.float64)
     interpolation, left, right = first.interpolation, None, None
-    if shared:
+    if _shares_keys(parts):
         values = np.tile(rest, (len(times), 1))
         for p in parts:
             values[:, p.index] = np.asarray(p.values, np.float64).reshape(-1)
@@ -338,21 +390,48 @@ def _merged(parts: list[Channel], maps: BoneMaps) -> Channel:
             interpolation, values = "CONSTANT", evaluate(times)
         else:
             interpolation = "BEZIER"
-            times, values, left, right = bake_keys(times, evaluate)
+            times, values, left, right = baked
     return Channel("bone", first.target, first.path, times, values, interpolation, left, right, first.extras)
 
 
-def _rest_values(maps: BoneMaps) -> dict[str, np.ndarray]:
-    """The parent-relative values of a bone at rest, by path of the per-component channels."""
+def bake_channels(channels: list[Channel], rig: Rig) -> dict[int, tuple]:
+    """``_baked`` keys of each of ``channels`` that ``key_bone_channel`` bakes (steps aside), by id of the
+    channel: one ``bake_many`` per pose path for all, so that the bake costs no fixed time per channel."""
+    jobs: dict[str, list] = {}
+    for channel in channels:
+        maps = rig.maps.get(channel.target) if channel.target_kind == "bone" else None
+        if (
+            maps is None
+            or channel.index is not None
+            or channel.path not in BONE_PATHS
+            or channel.interpolation == "CONSTANT"
+            or not len(channel.times)
+        ):
+            continue
+        times = np.asarray(channel.times, np.float64)
+        values = np.asarray(channel.values, np.float64).reshape(len(times), -1)
+        hl = None if channel.handles_left is None else np.asarray(channel.handles_left, np.float64)
+        hr = None if channel.handles_right is None else np.asarray(channel.handles_right, np.float64)
+        pose_bone = rig.obj.pose.bones[rig.pose_names[channel.target]]
+        if _mapped(channel.path, values, hl, hr, channel.interpolation, maps, pose_bone) is None:
+            jobs.setdefault(channel.path, []).append(_BakeJob(channel, times, values, hl, hr, maps))
     return {
-        "location": maps.rest_translation,
-        "rotation_euler": matrix_to_euler(maps.rest_rotation[None])[0],
-        "scale": maps.rest_scale,
+        id(job.channel): baked
+        for group in jobs.values()
+        for job, baked in zip(group, _baked(group), strict=True)
     }
 
 
-def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig: Rig):
-    """Key a bone channel on its pose bone; returns its planned keys (``animation.Written``)."""
+def _mapped(path, values, hl, hr, interpolation, maps: BoneMaps, pose_bone):
+    """``map_keys`` of a whole-vector channel onto its pose path; None when it has to be baked."""
+    if path not in maps.maps or (path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"):
+        return None
+    return map_keys(values, hl, hr, interpolation, *maps.maps[path])
+
+
+def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig: Rig, baked=None):
+    """Key a bone channel on its pose bone; returns its planned keys (``animation.Written``).
+    ``baked``: the channel's ``bake_channels`` result, when it has one."""
     maps, pose_name = rig.maps[channel.target], rig.pose_names[channel.target]
     pose_bone = rig.obj.pose.bones[pose_name]
     path = channel.path
@@ -374,11 +453,12 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
         # the shorter between keys half a turn apart (dot 0) is the channel's to say, not rounding's.
         times, values, added = slerp_keys(times, values, compat.MERGE_DISTANCE)
         record.slerp = added.tolist()
-    mapped = None
-    if path in maps.maps and not (path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"):
-        mapped = map_keys(values, hl, hr, interpolation, *maps.maps[path])
+    mapped = None if baked is not None else _mapped(path, values, hl, hr, interpolation, maps, pose_bone)
     if mapped is None:
-        times, mapped, interpolation, path = _bake(channel, times, values, hl, hr, maps, record)
+        record.baked = path
+        if baked is None:
+            baked = _baked([_BakeJob(channel, times, values, hl, hr, maps)])[0]
+        times, mapped, interpolation, path = baked
         actions.result.baked.append(f"{actions.animation.name}: {channel.target} {channel.path}")
     new_values, hl, hr = mapped
     if path == "rotation_quaternion":
@@ -388,29 +468,65 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
     return actions.write(fcurves, record, times, new_values, interpolation, hl, hr)
 
 
-def _bake(channel, times, values, hl, hr, maps: BoneMaps, record: ChannelRecord):
-    """(frames, (pose values, handles), interpolation, pose path) of a channel no affine map carries:
-    Bézier keys that follow it at every frame and between frames (``curves.bake_keys``); eulers
-    become quaternions. Steps stay steps, at their keys."""
-    path = channel.path
-    if path == "rotation_euler":
-        path = "rotation_quaternion"
-        record.baked = "rotation_euler"
+class _BakeJob(NamedTuple):
+    """A whole-vector bone channel no affine map carries, as ``key_bone_channel`` has it."""
 
-        def pose(frames):
-            euler = sample(times, values, channel.interpolation, hl, hr, frames)
-            return matrix_to_quat(maps.basis_rotation(euler_to_matrix(euler)))
-    else:
-        record.baked = path
-        a, b = maps.maps[path]
+    channel: Channel
+    times: np.ndarray
+    values: np.ndarray
+    left: np.ndarray | None
+    right: np.ndarray | None
+    maps: BoneMaps
 
-        def pose(frames):
-            return sample(times, values, channel.interpolation, hl, hr, frames) @ a.T + b
 
-    if channel.interpolation == "CONSTANT":
-        return times, (pose(times), None, None), "CONSTANT", path
-    frames, baked, left, right = bake_keys(times, pose, quaternion=path == "rotation_quaternion")
-    return frames, (baked, left, right), "BEZIER", path
+def _baked(jobs: list[_BakeJob]) -> list[tuple]:
+    """(frames, (pose values, handles), interpolation, pose path) of each of ``jobs`` (of one path):
+    Bézier keys that follow it at every frame and between frames (``curves.bake_many``, all in one);
+    eulers become quaternions. Steps stay steps, at their keys."""
+    path = jobs[0].channel.path
+    euler = path == "rotation_euler"
+
+    def pose(curve, frames):  # the rows of every job in one pass
+        order, rows = _rows_by_curve(curve, len(jobs))
+        sampled = sample_many(
+            [
+                (jobs[c].times, jobs[c].values, jobs[c].channel.interpolation, jobs[c].left, jobs[c].right)
+                + (frames[order[r]],)
+                for c, r in rows
+            ]
+        )
+        if euler:
+            rotations = euler_to_matrix(np.concatenate(sampled))
+            rotations = np.split(rotations, np.cumsum([len(v) for v in sampled])[:-1])
+            bases = [jobs[c].maps.basis_rotation(m) for (c, _), m in zip(rows, rotations, strict=True)]
+            posed = matrix_to_quat(np.concatenate(bases))
+        else:
+            affine = [jobs[c].maps.maps[path] for c, _ in rows]
+            posed = np.concatenate([v @ a.T + b for v, (a, b) in zip(sampled, affine, strict=True)])
+        out = np.empty_like(posed)
+        out[order] = posed
+        return out
+
+    pose_path = "rotation_quaternion" if euler else path
+    out: list = [None] * len(jobs)
+    bezier = []
+    for i, job in enumerate(jobs):
+        if job.channel.interpolation == "CONSTANT":
+            out[i] = (
+                job.times,
+                (pose(np.full(len(job.times), i), job.times), None, None),
+                "CONSTANT",
+                pose_path,
+            )
+        else:
+            bezier.append(i)
+    if bezier:
+        baked = bake_many(
+            [jobs[i].times for i in bezier], lambda c, frames: pose(np.take(bezier, c), frames), euler
+        )
+        for i, (frames, values, left, right) in zip(bezier, baked, strict=True):
+            out[i] = (frames, (values, left, right), "BEZIER", pose_path)
+    return out
 
 
 def _continuous(values, hl, hr, record: ChannelRecord):
@@ -507,7 +623,7 @@ def _parents_first(names: list[str], bones) -> list[str]:
 def split(channel: Channel, parts: list[SceneChannel], maps: BoneMaps) -> list[Channel]:
     """A whole-vector channel as the per-component channels it was merged from, and as a new one each
     other component an edit moved off its rest value (Blender plays it, so export writes it)."""
-    rest = _rest_values(maps).get(channel.path)
+    rest = maps.rest_values.get(channel.path)
     off_rest = np.zeros(0 if rest is None else len(rest), bool)
     for values in (channel.values, channel.handles_left, channel.handles_right):
         if rest is not None and values is not None:  # beyond float32 rounding of the pose mapped back
