@@ -1,6 +1,8 @@
 """The add-on's Texture Folder preference: texture files found neither next to the model nor through
 an option are looked for there, in every family that looks for texture files by name."""
 
+import contextlib
+
 import bpy
 import pytest
 import texture_pair
@@ -40,13 +42,20 @@ def test_textures_only_in_the_texture_folder_are_found(empty_scene, tmp_path, la
     assert not decoded_images()  # not found without it
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
-    preferences = bpy.context.preferences.addons[addon_name()].preferences
-    preferences.texture_folder = str(textures)
-    try:
+    with texture_folder(textures):
         assert run(filepath=str(model)) == {"FINISHED"}
+    assert decoded_images() and len(decoded_images()) == len(bpy.data.images)
+
+
+@contextlib.contextmanager
+def texture_folder(folder):
+    """The add-on's Texture Folder preference set to ``folder`` for the time of the block."""
+    preferences = bpy.context.preferences.addons[addon_name()].preferences
+    preferences.texture_folder = str(folder)
+    try:
+        yield
     finally:
         preferences.texture_folder = ""
-    assert decoded_images() and len(decoded_images()) == len(bpy.data.images)
 
 
 def decoded_images() -> list:
@@ -60,12 +69,8 @@ def test_a_texture_next_to_the_model_comes_first(empty_scene, tmp_path):
     run, model = ttyd(models, textures)
     (models / "c_test_tex-").write_bytes(tpl_bytes())
     (textures / "c_test_tex-").write_bytes(b"not a TPL")  # would fail the import if it were read
-    preferences = bpy.context.preferences.addons[addon_name()].preferences
-    preferences.texture_folder = str(textures)
-    try:
+    with texture_folder(textures):
         assert run(filepath=str(model)) == {"FINISHED"}
-    finally:
-        preferences.texture_folder = ""
     assert decoded_images() and len(decoded_images()) == len(bpy.data.images)
 
 

@@ -20,10 +20,11 @@ from ttyd_support import (
     ARM_SCALE,
     BODY_NODE,
     TOLERANCE,
-    evaluated_positions,
     model_bytes,
+    played_positions,
     scaled_arm_bytes,
     set_frame,
+    shift_keys,
     tpl_bytes,
 )
 
@@ -62,10 +63,7 @@ def test_one_moved_key_reencodes_only_its_channel(imported):
         for fc in compat.action_fcurves(armature.animation_data.action)
         if fc.data_path.endswith("location")
     )
-    key = location.keyframe_points[1]  # the file's keyframe at frame 10
-    for point in (key.co, key.handle_left, key.handle_right):
-        point.y += 0.5
-    location.update()
+    shift_keys(location, [1], 0.5)  # the file's keyframe at frame 10
     path = export(files, armature)
     written = fmt.read(path.read_bytes())
     before, after = original.animations[0].data, written.animations[0].data
@@ -103,20 +101,14 @@ def test_edited_child_of_an_uneven_scale_exports_what_blender_plays(empty_scene,
         for fc in compat.action_fcurves(armature.animation_data.action)
         if fc.data_path == 'pose.bones["body"].location'
     )
-    key = location.keyframe_points[1]  # the file's keyframe at frame 10
-    for point in (key.co, key.handle_left, key.handle_right):
-        point.y += 0.5
-    location.update()
+    shift_keys(location, [1], 0.5)  # the file's keyframe at frame 10
     frames = np.arange(0.0, 10.0, 0.25)  # the body hides at 10
-    played = []
-    for frame in frames:
-        set_frame(frame)
-        played.append(evaluated_positions(body))
+    played = played_positions(body, frames)
     written = fmt.read(export(files, armature).read_bytes())
     arm = int(written.groups["node"][list(written.groups["name"]).index(b"arm")])
     assert tuple(written.node_floats[arm + 3 : arm + 6]) == ARM_SCALE
     game = game_positions(written, 0, frames)
-    np.testing.assert_allclose(np.array(played), np.array(game), atol=TOLERANCE)
+    np.testing.assert_allclose(played, np.array(game), atol=TOLERANCE)
 
 
 def test_edited_compensating_child_of_an_uneven_scale_exports_what_blender_plays(empty_scene, tmp_path):
@@ -130,18 +122,12 @@ def test_edited_compensating_child_of_an_uneven_scale_exports_what_blender_plays
         if fc.data_path == 'pose.bones["body"].location'
     ]
     assert len(location) == 3  # baked: every component
-    for key in location[1].keyframe_points:
-        for point in (key.co, key.handle_left, key.handle_right):
-            point.y += 0.25
-    location[1].update()
+    shift_keys(location[1], range(len(location[1].keyframe_points)), 0.25)
     frames = np.arange(0.0, 10.0, 0.5)  # the body hides at 10
-    played = []
-    for frame in frames:
-        set_frame(frame)
-        played.append(evaluated_positions(body))
+    played = played_positions(body, frames)
     written = fmt.read(export(files, armature).read_bytes())
     game = np.array(game_positions(written, 0, frames))
-    assert np.abs(np.array(played) - game).max() < 1.5 * np.sqrt(3) / 32
+    assert np.abs(played - game).max() < 1.5 * np.sqrt(3) / 32
 
 
 @pytest.mark.parametrize("scaled_arm", [False, True])
@@ -166,10 +152,7 @@ def test_new_action_exports_and_plays_as_keyed(empty_scene, tmp_path, scaled_arm
         bone.keyframe_insert("rotation_euler", frame=frame)  # Bézier keys, auto-clamped handles
         bone.keyframe_insert("location", frame=frame)
     frames = np.arange(0.0, 20.01, 0.25)
-    played = []
-    for frame in frames:
-        set_frame(frame)
-        played.append(evaluated_positions(body).astype(np.float64))
+    played = played_positions(body, frames)
 
     model = fmt.read(export(files, armature).read_bytes())
     assert [a.name for a in model.animations] == [b"walk", b"idle", b"wave"]
@@ -219,19 +202,13 @@ def test_location_edit_on_a_rotated_bone_exports_every_changed_component(empty_s
         for fc in compat.action_fcurves(armature.animation_data.action)
         if fc.data_path == 'pose.bones["body"].location'
     }
-    for key in location[0].keyframe_points:
-        for point in (key.co, key.handle_left, key.handle_right):
-            point.y += 0.5
-    location[0].update()
+    shift_keys(location[0], range(len(location[0].keyframe_points)), 0.5)
     frames = np.arange(0.0, 10.0, 0.5)  # the body hides at 10
-    played = []
-    for frame in frames:
-        set_frame(frame)
-        played.append(evaluated_positions(body))
+    played = played_positions(body, frames)
     written = fmt.read(export(files, armature).read_bytes())
     before, after = fmt.read(model_bytes()).animations[0].data, written.animations[0].data
     assert node_entries(after, [BODY_NODE])  # the file's X moves now
     others = np.arange(BODY_NODE + 3, BODY_NODE + 24)
     assert node_entries(after, others) == node_entries(before, others)  # the rotation bit for bit
     game = np.array(game_positions(written, 0, frames))
-    assert np.abs(np.array(played) - game).max() < QUANTISED
+    assert np.abs(played - game).max() < QUANTISED

@@ -71,6 +71,23 @@ def set_frame(frame: float) -> None:
     bpy.context.scene.frame_set(whole, subframe=frame - whole)
 
 
+def played_positions(obj, frames) -> np.ndarray:
+    """(F, V, 3) float64: ``obj``'s evaluated vertices at each of ``frames``."""
+    played = []
+    for frame in frames:
+        set_frame(frame)
+        played.append(evaluated_positions(obj))
+    return np.array(played, np.float64)
+
+
+def shift_keys(fcurve, keys, by: float) -> None:
+    """Move the keys (and their handles) of ``fcurve`` at the indices ``keys`` up by ``by``."""
+    for key in (fcurve.keyframe_points[i] for i in keys):
+        for point in (key.co, key.handle_left, key.handle_right):
+            point.y += by
+    fcurve.update()
+
+
 def evaluated_positions(obj) -> np.ndarray:
     evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
     mesh = evaluated.to_mesh()
