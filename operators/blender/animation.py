@@ -581,11 +581,11 @@ def extract_animations(context, armature_obj, skeleton, mesh_objs, materials, ac
         tagged = [a for a in bpy.data.actions if record_group(a) in groups]
         records = {a.as_pointer(): read_record(a) for a in tagged}
     maps = bones.bone_maps(skeleton) if skeleton is not None else {}
+    modes = {b.name: b.rotation_mode for b in armature_obj.pose.bones} if armature_obj else {}
     animations = []
     for action in actions:
         record = records.get(action.as_pointer())
         if record is None:
-            modes = {b.name: b.rotation_mode for b in armature_obj.pose.bones} if armature_obj else {}
             animations.append(_untagged_animation(context, action, maps, modes))
             continue
         members = [
@@ -657,7 +657,7 @@ def _keys_of_rows(curves: list[np.ndarray]):
     if not curves:
         return None
     codes = [_segment_codes(rows) for rows in curves]
-    used = set(np.concatenate(codes).tolist()) or {_segment_codes(curves[0][:1])[0]}
+    used = set(np.concatenate(codes).tolist())
     times = curves[0][:, 0]
     same_times = all(len(rows) == len(times) and (rows[:, 0] == times).all() for rows in curves)
     if len(used) == 1 and (same_times or used != {INTERPOLATION_CODES["BEZIER"]}):
