@@ -166,9 +166,7 @@ def _jsonable(value):
     """What ``json.dumps`` cannot write by itself: record dataclasses as dicts, their arrays as float64
     bytes; anything else as the extras codec's JSON form has it (numpy values plain, bytes tagged)."""
     if _defaults(type(value)) is not None:
-        return {
-            name: _array_bytes(v) if type(v) is np.ndarray else v for name, v in _fields(value).items()
-        }
+        return {name: _array_bytes(v) if type(v) is np.ndarray else v for name, v in _fields(value).items()}
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):
