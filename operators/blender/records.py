@@ -114,7 +114,8 @@ def read_record(action) -> AnimationRecord | None:
     if props.ANIMATION not in action:
         return None
     data = action[props.ANIMATION].to_dict()
-    return _decoded(AnimationRecord, data, channels=lambda c: [_channel(d) for d in _channel_dicts(c)])
+    channels = [_channel(d) for d in _channel_dicts(data.pop("channels", "[]"))]
+    return AnimationRecord(**{k: codec.decode(v) for k, v in data.items()}, channels=channels)
 
 
 # Cheap reads of a record's top-level fields, for lists and panels that look at every action.
@@ -139,11 +140,12 @@ def channel_targets(action) -> list[tuple[str, str]]:
     return [(c["kind"], c["target"]) for c in channels]
 
 
-def _channel_dicts(stored) -> list:
-    """The stored channel records: one JSON text, or (a .blend saved by an earlier version) ID properties."""
+def _channel_dicts(stored) -> list[dict]:
+    """The stored channel records as plain values: one JSON text, or (a .blend saved by an earlier
+    version) ID properties through the extras codec."""
     if isinstance(stored, str):
         return json.loads(stored, object_hook=_untagged)
-    return [props.to_python(c) for c in stored]
+    return [codec.decode(c) for c in stored]
 
 
 def _fields(value) -> dict:
@@ -198,30 +200,25 @@ def _defaults(cls) -> list[tuple[str, object]] | None:
     ]
 
 
-def _decoded(cls, data: dict, **decoders):
-    """A ``cls`` of its stored fields: through ``decoders`` (by field name), else the codec."""
-    return cls(**{k: decoders.get(k, codec.decode)(v) for k, v in data.items()})
-
-
-def _array(data, *shape: int) -> np.ndarray:
-    return np.frombuffer(codec.decode(data), "<f8").reshape(shape).copy()
+def _array(data: bytes, *shape: int) -> np.ndarray:
+    return np.frombuffer(data, "<f8").reshape(shape).copy()
 
 
 def _keys(data: dict) -> Keys:
-    times = _array(data["times"], -1)
+    times = _array(data.pop("times"), -1)
     count = len(times)
-    return _decoded(
-        Keys,
-        data,
-        times=lambda _: times,
-        values=lambda d: _array(d, count, -1),
-        handles_left=lambda d: _array(d, count, -1, 2),
-        handles_right=lambda d: _array(d, count, -1, 2),
-    )
+    arrays = {"values": (count, -1), "handles_left": (count, -1, 2), "handles_right": (count, -1, 2)}
+    return Keys(times, **{k: _array(v, *arrays[k]) if k in arrays else v for k, v in data.items()})
 
 
 def _channel(data: dict) -> ChannelRecord:
-    def source(stored: dict) -> SceneChannel:
-        return _decoded(SceneChannel, stored, origin=lambda d: ChannelOrigin(**codec.decode(d)), keys=_keys)
-
-    return _decoded(ChannelRecord, data, sources=lambda stored: [source(d) for d in stored])
+    sources = [
+        SceneChannel(
+            **{
+                k: ChannelOrigin(**v) if k == "origin" else _keys(v) if k == "keys" else v
+                for k, v in source.items()
+            }
+        )
+        for source in data.pop("sources", [])
+    ]
+    return ChannelRecord(**data, sources=sources)
