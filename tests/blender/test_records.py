@@ -1,5 +1,6 @@
 """Action records: an AnimationRecord comes back from the action as it was written, every field exact."""
 
+import base64
 import dataclasses
 
 import bpy
@@ -11,7 +12,10 @@ from retro_models.operators.blender.records import (
     ChannelRecord,
     Keys,
     SceneChannel,
+    channel_targets,
+    is_primary,
     read_record,
+    record_group,
     write_record,
 )
 
@@ -69,9 +73,9 @@ def test_record_comes_back_exactly(empty_scene):
     action = bpy.data.actions.new("walk")
     write_record(action, record)
     assert_same(read_record(action), record)
-    # What the sidebar reads to list and switch animations stays plain.
-    stored = props.to_python(action[props.ANIMATION])
-    assert (stored["group"], stored["primary"], stored["channels"][0]["kind"]) == ("f00d", False, "bone")
+    # What the sidebar reads to list and switch animations.
+    assert (record_group(action), is_primary(action)) == ("f00d", False)
+    assert channel_targets(action) == [("bone", 'arm "L"')]
 
 
 def test_defaults_come_back_and_other_actions_have_none(empty_scene):
@@ -81,3 +85,41 @@ def test_defaults_come_back_and_other_actions_have_none(empty_scene):
     write_record(action, record)
     assert_same(read_record(action), record)
     assert read_record(bpy.data.actions.new("made by hand")) is None
+
+
+def test_channels_are_one_text_and_earlier_trees_still_read(empty_scene):
+    """The channel records are one string property (Blender copies it at once when appending); a record
+    saved as a tree of ID properties, as earlier versions did, still reads."""
+    times, values = np.array([0.0, 2.0]), np.array([[1.0], [3.0]])
+    record = AnimationRecord("run", 30.0, False, 0.0, 2.0, 0, "cafe", True)
+    record.channels.append(
+        ChannelRecord(
+            "bone", "hip", "location", sources=[SceneChannel({"raw": b"\x01"}, 0, keys=Keys(times, values))]
+        )
+    )
+    action = bpy.data.actions.new("run")
+    write_record(action, record)
+    assert isinstance(action[props.ANIMATION]["channels"], str)
+
+    def as_bytes(array):
+        return {"__bytes__": base64.b64encode(array.astype("<f8").tobytes()).decode("ascii")}
+
+    tree = props.to_python(action[props.ANIMATION])
+    tree["channels"] = [
+        {
+            "kind": "bone",
+            "target": "hip",
+            "path": "location",
+            "sources": [
+                {
+                    "extras": {"raw": {"__bytes__": "AQ=="}},
+                    "index": 0,
+                    "keys": {"times": as_bytes(times), "values": as_bytes(values)},
+                }
+            ],
+        }
+    ]
+    old = bpy.data.actions.new("run, saved earlier")
+    old[props.ANIMATION] = tree
+    assert_same(read_record(old), record)
+    assert channel_targets(old) == [("bone", "hip")]
