@@ -28,8 +28,10 @@ class Part:
     def built(self, shared: list[bool]) -> list[int]:
         """The places (in an import's animations, in order) this part builds, ``shared`` telling per
         animation whether it may go to any part: its even share of those, in order; for part 0 also every
-        other."""
+        other. Part 0's share is rounded up, so that it has the first (the one the import plays)."""
         places = [i for i, s in enumerate(shared) if s]
         total = len(places)
-        mine = set(places[total * self.number // self.count : total * (self.number + 1) // self.count])
+        mine = set(
+            places[-(-total * self.number // self.count) : -(-total * (self.number + 1) // self.count)]
+        )
         return [i for i, s in enumerate(shared) if i in mine or (not s and self.number == 0)]
