@@ -2,11 +2,12 @@
 
 Every part imports the model itself; its animations are shared out. Only animations that animate
 bones alone are shared: building one adds actions and nothing else the join would have to carry
-over (the pose bones' rotation modes aside, which every such animation of a bone sets alike).
-Every other animation changes the model it goes onto (material nodes, texture switches, the
-animation lists of materials and objects) and is built by part 0, whose file the others' actions
-join. An animation keeps its place among the import's animations in whichever part builds it, so
-the joined import is the unsplit one.
+over (the rotation modes of the bones it keys are the same in every part: the shared builder decides
+them from all of a scene's animations, and J3D's joint animations key every joint alike). Every
+other animation changes the model it goes onto (material nodes, texture switches, the animation
+lists of materials and objects) and is built by part 0, whose file the others' actions join
+(operators/batch.py ``join_parts``). An animation keeps its place among the import's animations in
+whichever part builds it, so the joined import is the unsplit one.
 """
 
 from __future__ import annotations

@@ -471,8 +471,9 @@ def assert_same_import(split: dict, whole: dict) -> None:
         assert split[key] == whole[key], key
 
 
-def j3d_exports(folder: Path):
-    """``imported``'s export for J3D models: the model, and each joint animation as a BCK."""
+def j3d_exports(folder: Path, pick=lambda actions: actions):
+    """``imported``'s export for J3D models: the model, and each joint animation (of those ``pick`` keeps)
+    as a BCK."""
     import retro_models
     from j3d_model_support import select
     from retro_models.operators.blender import compat
@@ -482,7 +483,7 @@ def j3d_exports(folder: Path):
         folder.mkdir(exist_ok=True)
         retro_models.export_file(bpy.context, str(folder / "model.bmd"), family="j3d_model")
         written = {"model": (folder / "model.bmd").read_bytes()}
-        for name in actions:
+        for name in pick(actions):
             action = bpy.data.actions[name]
             compat.assign_action(armature, action, compat.action_slot(action))
             retro_models.export_file(bpy.context, str(folder / "animation.bck"))
@@ -553,3 +554,36 @@ def test_the_builder_splits_any_familys_animations(addon, tmp_path):
     assert whole["exports"]["demo"] == {n: (tmp_path / n).read_bytes() for n in whole["exports"]["demo"]}
     assert split_and_join(tmp_path / "demo.tmd", "toshi", 2, tmp_path / "parts") == [1, 1]
     assert_same_import(imported(export), whole)
+
+
+@pytest.mark.corpus
+def test_sunshine_mario_split_between_two_workers_is_the_unsplit_import(addon, tmp_path):
+    """SunshineMario.arc (26 models, ma_mdl1 with 223 BCKs) with -j 2: split in two parts, joined into the
+    file the import in one piece makes (every model exported, with its first and last animation)."""
+    import retro_models
+    from support import corpus_file
+
+    path = corpus_file("j3d-models/SunshineMario.arc")
+    summary = tmp_path / "summary.json"
+    done = run(path, "--out-dir", tmp_path / "out", "-j", "2", "--json", summary)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [line.split(" ok ")[0] for line in done.stdout.splitlines() if line.startswith("[")] == ["[1/1]"]
+    report = json.loads(summary.read_text())
+    assert report["files"][0]["counts"]["actions"] == 296
+    assert min(report["worker_cpu_seconds"]) > 5  # both workers built animations
+    pick = lambda actions: actions[:1] + actions[-1:]  # noqa: E731
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "out" / "SunshineMario.blend"), load_ui=False)
+    split = imported(j3d_exports(tmp_path / "split", pick))
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    retro_models.import_file(bpy.context, str(path))
+    assert_same_import(split, imported(j3d_exports(tmp_path / "whole", pick)))
+
+
+def test_a_job_far_longer_than_the_others_is_split_between_the_workers():
+    """``split_counts``: a job above the batch's total over the workers is split into as many parts as bring
+    each under it (one per worker at most, MIN_SHARED animations each); the others stay whole."""
+    assert batch.split_counts([40.0, 3.0, 2.0], [237, 2, 0], 2) == [2, 1, 1]
+    assert batch.split_counts([40.0, 3.0, 2.0], [237, 2, 0], 1) == [1, 1, 1]  # one worker: nothing to gain
+    assert batch.split_counts([40.0, 3.0, 2.0], [237, 2, 0], 8) == [8, 1, 1]  # 40 / 8 under 45 / 8
+    assert batch.split_counts([40.0, 3.0], [20, 0], 4) == [1, 1]  # too few animations for two parts
+    assert batch.split_counts([20.0, 20.0], [200, 200], 2) == [1, 1]  # balanced already
