@@ -526,11 +526,7 @@ def attached() -> dict:
     users = {"collections": lambda c: [], "objects": lambda o: [o]}
     users["armatures"] = lambda data: [o for o in bpy.data.objects if o.data == data]
     users["materials"] = lambda m: [o for o in bpy.data.objects if m.name in getattr(o.data, "materials", ())]
-    known = {
-        records.record_group(a): records.read_record(a).index
-        for a in bpy.data.actions
-        if records.is_primary(a)
-    }
+    known = {records.record_group(a): _record_index(a) for a in bpy.data.actions if records.is_primary(a)}
     lists, places = [], {}
     for kind, key in [
         ("collections", props.SCENE),
@@ -551,6 +547,15 @@ def attached() -> dict:
                 places[group] = [model, place]
             lists.append([kind, owner.name, groups])
     return {"lists": lists, "places": places}
+
+
+def _record_index(action) -> int:
+    """``AnimationRecord.index`` of an action the builder made, read alone as ``records.record_group`` reads
+    the group (``records.read_record`` decodes every channel too: a second for a part of SunshineMario.arc)."""
+    from ..formats import extras as codec
+    from .blender import props
+
+    return codec.decode(action[props.ANIMATION]["index"])
 
 
 def join_parts(parts: list[str], out: str, attached: list[dict]) -> None:
