@@ -522,30 +522,33 @@ def attached() -> dict:
 
     from .blender import props, records
 
-    models = {c.name: n for n, c in enumerate(bpy.context.scene.collection.children)}
-    users = {"collections": lambda c: [], "objects": lambda o: [o]}
-    users["armatures"] = lambda data: [o for o in bpy.data.objects if o.data == data]
-    users["materials"] = lambda m: [o for o in bpy.data.objects if m.name in getattr(o.data, "materials", ())]
+    imports = {c.name: n for n, c in enumerate(bpy.context.scene.collection.children)}
+    model = {("collections", name): n for name, n in imports.items()}  # owner → its import's place
+    for obj in bpy.data.objects:
+        record = props.import_record([obj])
+        n = imports.get(record.name, -1) if record is not None else -1
+        model["objects", obj.name] = n
+        model.update({("materials", m.name): n for m in getattr(obj.data, "materials", ()) if m})
+        if obj.type == "ARMATURE":
+            model["armatures", obj.data.name] = n
+    lists = [
+        ["collections", c.name, props.to_python(c[props.SCENE])["animations"]]
+        for c in bpy.data.collections
+        if props.SCENE in c
+    ]
+    for kind in ("armatures", "materials", "objects"):
+        lists += [
+            [kind, owner.name, props.to_python(owner[props.ANIMATIONS])]
+            for owner in getattr(bpy.data, kind)
+            if props.ANIMATIONS in owner
+        ]
     known = {records.record_group(a): _record_index(a) for a in bpy.data.actions if records.is_primary(a)}
-    lists, places = [], {}
-    for kind, key in [
-        ("collections", props.SCENE),
-        *((k, props.ANIMATIONS) for k in users if k != "collections"),
-    ]:
-        for owner in getattr(bpy.data, kind):
-            if key not in owner:
-                continue
-            groups = props.to_python(owner[key])
-            groups = groups["animations"] if kind == "collections" else groups
-            record = owner if kind == "collections" else props.import_record(users[kind](owner))
-            model = models.get(record.name, -1) if record is not None else -1
-            place = (
-                -1
-            )  # a group that made no action (nothing it animates was built) keeps its place in the list
-            for group in groups:
-                place = known.get(group, place)
-                places[group] = [model, place]
-            lists.append([kind, owner.name, groups])
+    places = {}
+    for kind, name, groups in lists:
+        place = -1  # a group that made no action (nothing it animates was built): the place before it
+        for group in groups:
+            place = known.get(group, place)
+            places[group] = [model.get((kind, name), -1), place]
     return {"lists": lists, "places": places}
 
 
@@ -734,11 +737,12 @@ def main(argv: list[str]) -> int:
                 print(f"[{finished[0]}/{len(todo)}] {entries[i].line()}", flush=True)
 
         arrived: dict[int, list[tuple[dict, dict | None]]] = {}  # split job → its parts and their replies
+        joined: dict[int, list[dict]] = {}  # split job → its file's result, once its parts are joined
 
         def done(job: dict, reply: dict | None) -> dict | None:
             """Report a job's files; the last part of a split job in, the join of its parts to do next."""
             if "join" in job:
-                report(job, job["results"] if reply is not None else None)
+                report(job, joined[job["job"]] if reply is not None else None)
                 return None
             if "part" not in job:
                 report(job, reply and reply["results"])
@@ -753,14 +757,15 @@ def main(argv: list[str]) -> int:
             if failed is not False:
                 report(job, failed and failed["results"])
                 return None
-            result = merged_result([r["results"][0] for r in replies])
-            result["blend"] = job["final"]
+            joined[job["job"]] = [
+                {**merged_result([r["results"][0] for r in replies]), "blend": job["final"]}
+            ]
             return {
                 "join": [p["blend"] for p, _ in parts],
                 "attached": [r["attached"] for r in replies],
                 "blend": job["final"],
+                "job": job["job"],
                 "entries": job["entries"],
-                "results": [result],
             }
 
         workers = len(pool.processes)
