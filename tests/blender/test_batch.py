@@ -293,7 +293,7 @@ def blend_summary(path: Path) -> dict:
 
 def test_archives_give_one_blend_each_the_same_with_one_worker_or_two(addon, tmp_path):
     """An archive's models import in one job (a collection each, as File > Import makes them), the job
-    reading the most bytes first; an archive of no model found in a folder is skipped."""
+    estimated the longest (the most bytes) first; an archive of no model found in a folder is skipped."""
     folder = archive_folder(tmp_path)
     outputs, printed = {}, {}
     for jobs in ("1", "2"):
