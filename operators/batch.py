@@ -571,7 +571,8 @@ def join_parts(parts: list[str], out: str, attached: list[dict]) -> None:
 
     from .blender import props, records
 
-    bpy.ops.wm.open_mainfile(filepath=parts[0], load_ui=False)
+    if bpy.data.filepath != parts[0]:  # else this worker has just made and saved part 0: it is open
+        bpy.ops.wm.open_mainfile(filepath=parts[0], load_ui=False)
     places = {group: place for a in attached for group, place in a["places"].items()}
 
     def order(action, number: int, name: str) -> tuple:

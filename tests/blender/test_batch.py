@@ -493,19 +493,20 @@ def j3d_exports(folder: Path, pick=lambda actions: actions):
     return export
 
 
-def split_and_join(path: Path, family: str, count: int, folder: Path) -> list[int]:
-    """The import of ``path`` in ``count`` parts, each as a batch worker builds it, joined (left open);
-    the actions each part made."""
+def split_and_join(path: Path, family: str, count: int, folder: Path, last: int | None = None) -> list[int]:
+    """The import of ``path`` in ``count`` parts, each as a batch worker builds it (part ``last`` after the
+    others: its file still open at the join), joined (left open); the actions each part made."""
     from retro_models.formats.parts import Part
 
     folder.mkdir()
     parts = [str(folder / f"{k}.blend") for k in range(count)]
-    attached, made = [], []
-    for k, blend in enumerate(parts):
-        (result,) = batch.run_job(bpy, [str(path)], [family], batch.family_options([]), blend, Part(k, count))
+    attached, made = [None] * count, [0] * count
+    for k in sorted(range(count), key=lambda k: k == last):
+        (result,) = batch.run_job(
+            bpy, [str(path)], [family], batch.family_options([]), parts[k], Part(k, count)
+        )
         assert result["status"] == "ok", result
-        attached.append(batch.attached())
-        made.append(result["counts"]["actions"])
+        attached[k], made[k] = batch.attached(), result["counts"]["actions"]
     batch.join_parts(parts, str(folder / "joined.blend"), attached)
     return made
 
@@ -522,8 +523,8 @@ def test_a_split_import_joined_is_the_unsplit_import(addon, tmp_path):
     whole = imported(j3d_exports(tmp_path / "whole"))
     assert [n for n, *_ in whole["actions"]][-2:] == ["walk", "walk.001"]  # the BCK, then the BPK
     assert len(whole["exports"]["generated"]) == 12 and "walk" in whole["exports"]["generated"]
-    for count, made in ((2, [6 + 1, 5]), (3, [4 + 1, 4, 3])):
-        assert split_and_join(path, "j3d_model", count, tmp_path / f"parts{count}") == made
+    for count, made, last in ((2, [6 + 1, 5], None), (3, [4 + 1, 4, 3], 0)):
+        assert split_and_join(path, "j3d_model", count, tmp_path / f"parts{count}", last) == made
         assert_same_import(imported(j3d_exports(tmp_path / f"split{count}")), whole)
 
 
