@@ -28,11 +28,20 @@ class Part:
 
     def built(self, shared: list[bool]) -> list[int]:
         """The places (in an import's animations, in order) this part builds, ``shared`` telling per
-        animation whether it may go to any part: its even share of those, in order; for part 0 also every
-        other. Part 0's share is rounded up, so that it has the first (the one the import plays)."""
+        animation whether it may go to any part: its share of those, in order; for part 0 also every
+        other. The others take about half as long to build as a shared one (they key a few material or
+        object channels, not every bone), so part 0's share is smaller by half their number, and rounded
+        up: it has the first (the one the import plays)."""
         places = [i for i, s in enumerate(shared) if s]
-        total = len(places)
-        mine = set(
-            places[-(-total * self.number // self.count) : -(-total * (self.number + 1) // self.count)]
-        )
+        others = len(shared) - len(places)
+
+        def end(number: int) -> int:  # where the shares of parts 0 … number end among the shared
+            if number == self.count - 1:
+                return len(places)
+            # ⌈(shared + others / 2) · (number + 1) / count − others / 2⌉, at least 1 for part 0
+            cut = -(-((2 * len(places) + others) * (number + 1) - others * self.count) // (2 * self.count))
+            return min(len(places), max(cut, min(len(places), 1)))
+
+        start = end(self.number - 1) if self.number else 0
+        mine = set(places[start : end(self.number)])
         return [i for i, s in enumerate(shared) if i in mine or (not s and self.number == 0)]

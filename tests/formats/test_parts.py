@@ -14,10 +14,12 @@ def test_every_shared_animation_is_built_once_in_order_and_part_0_has_the_first(
         assert shares[0][0] == 0  # the animation the import plays
 
 
-def test_the_others_go_to_part_0_at_their_places():
+def test_the_others_go_to_part_0_at_their_places_for_half_a_shared_one_each():
     shared = [False, True, True, False, True, True, True]
-    assert Part(0, 2).built(shared) == [0, 1, 2, 3, 4]
-    assert Part(1, 2).built(shared) == [5, 6]
+    assert Part(0, 2).built(shared) == [0, 1, 2, 3]
+    assert Part(1, 2).built(shared) == [4, 5, 6]
+    # Part 0 keeps the first shared one however many others it has.
+    assert [Part(k, 2).built([True, False, False, False]) for k in range(2)] == [[0, 1, 2, 3], []]
 
 
 def test_a_part_outside_its_count_is_refused():
