@@ -594,9 +594,16 @@ def test_a_job_far_longer_than_the_others_is_split_between_the_workers():
 def test_workers_run_numpy_with_one_blas_thread():
     """More BLAS threads per worker only take CPU from the other workers (22 s of system time on
     SunshineMario.arc)."""
+    import time
+
     pool = batch.Pool(1)
+    proc = Path(f"/proc/{pool.processes[0].pid}")
     try:
-        environment = Path(f"/proc/{pool.processes[0].pid}/environ").read_bytes().split(b"\0")
+        deadline = time.monotonic() + 30
+        while b"retro_models_worker" not in (proc / "cmdline").read_bytes():  # until the worker is started
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        environment = (proc / "environ").read_bytes().split(b"\0")
     finally:
         pool.run([], lambda job, reply: None)  # no jobs: the worker is told to stop, and waited for
     assert b"OPENBLAS_NUM_THREADS=1" in environment and b"OMP_NUM_THREADS=1" in environment
