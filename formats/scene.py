@@ -63,16 +63,20 @@ class Skeleton:
 
 
 def tree_order(parents: np.ndarray) -> list[int]:
-    """Node indices with every parent before its children (file order otherwise); −1: a root."""
-    parents = np.asarray(parents)
-    order, placed = [], np.zeros(len(parents), bool)
-    while not placed.all():
-        ready = ~placed & ((parents < 0) | placed[np.maximum(parents, 0)])
-        if not ready.any():
-            raise ValueError("the parent links form a cycle")
-        order += np.flatnonzero(ready).tolist()
-        placed |= ready
-    return order
+    """Node indices with every parent before its children: by depth, in file order within one depth
+    (−1: a root)."""
+    parents = np.asarray(parents, np.int64)
+    # Depths by pointer jumping: each round ``up`` goes twice as many links up, ``depth`` counts them.
+    up = np.where(parents >= 0, parents, -1)
+    depth = (up >= 0).astype(np.int64)
+    for _ in range(len(parents).bit_length() + 1):
+        going = np.flatnonzero(up >= 0)
+        if not len(going):
+            return np.argsort(depth, kind="stable").tolist()
+        above = up[going]
+        depth[going] += depth[above]
+        up[going] = up[above]
+    raise ValueError("the parent links form a cycle")
 
 
 def world_from_local(local: np.ndarray, parents: np.ndarray) -> np.ndarray:
@@ -333,6 +337,7 @@ def validate(scene: Scene, filename: str = "") -> None:
         mesh.uv_layers = [tolerate_layer(layer, f"{where}: UV layer") for layer in mesh.uv_layers]
         mesh.color_layers = [tolerate_layer(layer, f"{where}: colour layer") for layer in mesh.color_layers]
         mesh.skin_weights = tolerate(mesh.skin_weights, f"{where}: skin weights")
+    skeletons: dict[int, tuple] = {}  # what _poses_within_floats needs of each skeleton, once
     for animation in scene.animations:
         where = f"animation {animation.name!r}"
         if not (MIN_FPS <= animation.fps <= MAX_FPS):
@@ -340,46 +345,89 @@ def validate(scene: Scene, filename: str = "") -> None:
                 filename, None, f"{where}: frame rate {animation.fps} outside {MIN_FPS}…{MAX_FPS}"
             )
         _within_frames(filename, (animation.frame_start, animation.frame_end), f"{where}: frame range")
-        for channel in animation.channels:
-            what = f"{where}, {channel.target_kind} {channel.target!r} {channel.path}"
-            refuse(channel.values, f"{what}: key values")
-            if TEXTURE_CENTER in channel.extras:  # the builder's Mapping nodes are keyed about it
-                refuse(channel.extras[TEXTURE_CENTER], f"{what}: texture centre")
-            for handles in (channel.handles_left, channel.handles_right):
-                if handles is not None:
-                    refuse(handles, f"{what}: key handles")
-            _within_frames(filename, channel.times, f"{what}: key times")
-        _poses_within_floats(scene, animation, filename)
+        _keys_within_floats(animation, filename, where)
+        _poses_within_floats(scene, animation, filename, skeletons)
 
 
-def _poses_within_floats(scene: Scene, animation: Animation, filename: str) -> None:
+def _key_parts(channel: Channel):
+    """What ``validate`` checks of a channel's keys, in order: (field, values, largest magnitude)."""
+    yield "key values", channel.values, FLOAT32_MAX
+    if TEXTURE_CENTER in channel.extras:  # the builder's Mapping nodes are keyed about it
+        yield "texture centre", channel.extras[TEXTURE_CENTER], FLOAT32_MAX
+    for handles in (channel.handles_left, channel.handles_right):
+        if handles is not None:
+            yield "key handles", handles, FLOAT32_MAX
+    yield "key times", channel.times, LAST_FRAME
+
+
+def _keys_within_floats(animation: Animation, filename: str, where: str) -> None:
+    """Refuse key values, handles and texture centres beyond single floats (Blender stores them so)
+    and key times beyond Blender's frames, naming the first such part; every channel in one pass."""
+    parts = [(channel, *part) for channel in animation.channels for part in _key_parts(channel)]
+    if not parts:
+        return
+    flat = [np.asarray(values, np.float64).ravel() for _, _, values, _ in parts]
+    sizes = np.array([len(f) for f in flat])
+    bad = ~(np.abs(np.concatenate(flat)) <= np.repeat([limit for *_, limit in parts], sizes))  # NaN too
+    if not bad.any():
+        return
+    ends = np.cumsum(sizes)
+    first = int(np.searchsorted(ends, np.argmax(bad), side="right"))
+    channel, field_name, _, _ = parts[first]
+    what = f"{where}, {channel.target_kind} {channel.target!r} {channel.path}: {field_name}"
+    if field_name == "key times":
+        raise FormatError(filename, None, f"{what} must be finite and within ±{LAST_FRAME} frames")
+    count = np.count_nonzero(bad[ends[first] - sizes[first] : ends[first]])
+    raise FormatError(filename, None, f"{what}: {count} non-finite values (NaN, infinity or beyond float32)")
+
+
+def _poses_within_floats(scene: Scene, animation: Animation, filename: str, skeletons: dict) -> None:
     """Refuse bone keys whose poses overflow single floats down the chain (scales multiply, and
-    locations add up through them), from a bound of every bone's world matrix over all keys."""
+    locations add up through them), from a bound of every bone's world matrix over all keys.
+    ``skeletons``: what each skeleton index gives, kept between the animations of a scene."""
     skeleton_index = animation.skeleton or 0
     if skeleton_index >= len(scene.skeletons):
         return
     skeleton = scene.skeletons[skeleton_index]
-    index = {name: i for i, name in enumerate(skeleton.bone_names)}
-    local = skeleton.local_rest()
-    # Bounds of each bone's local 3×3 part (its largest stretch: the rotation keeps lengths, the
-    # largest scale key stretches most) and of its translation's length.
-    scale = np.linalg.norm(local[:, :3, :3], ord=2, axis=(1, 2)) if len(local) else np.zeros(0)
-    shift = np.linalg.norm(local[:, :3, 3], axis=1)
+    if skeleton_index not in skeletons:
+        local = skeleton.local_rest()
+        # Bounds of each bone's local 3×3 part (its largest stretch: the rotation keeps lengths, the
+        # largest scale key stretches most) and of its translation's length.
+        scale = np.linalg.norm(local[:, :3, :3], ord=2, axis=(1, 2)) if len(local) else np.zeros(0)
+        shift = np.linalg.norm(local[:, :3, 3], axis=1)
+        index = {name: i for i, name in enumerate(skeleton.bone_names)}
+        skeletons[skeleton_index] = (index, scale, shift, tree_order(skeleton.parents))
+    index, scale, shift, order = skeletons[skeleton_index]
+    # The largest magnitude of each scale and location channel's values and handle values, at once.
+    bones, scales, parts, owners = [], [], [], []
     for channel in animation.channels:
         bone = index.get(channel.target) if channel.target_kind == "bone" else None
         if bone is None or channel.path not in ("scale", "location"):
             continue
-        parts = [channel.values] + [
+        bones.append(bone)
+        scales.append(channel.path == "scale")
+        parts += [channel.values] + [
             h[..., 1] for h in (channel.handles_left, channel.handles_right) if h is not None
         ]
-        largest = max((float(np.abs(np.asarray(p, np.float64)).max(initial=0.0)) for p in parts), default=0.0)
-        if channel.path == "scale":
-            scale[bone] = max(scale[bone], largest)
-        else:
-            shift[bone] = max(shift[bone], np.sqrt(3) * largest)
-    linear, offset = np.zeros(len(skeleton)), np.zeros(len(skeleton))
-    for i in tree_order(skeleton.parents):
-        parent = skeleton.parents[i]
+        owners += [len(bones) - 1] * (len(parts) - len(owners))
+    if bones:
+        flat = [np.asarray(p, np.float64).ravel() for p in parts]
+        sizes = np.array([len(f) for f in flat])
+        filled = sizes > 0  # reduceat takes no empty part
+        largest = np.zeros(len(bones))
+        if filled.any():
+            starts = (np.cumsum(sizes) - sizes)[filled]
+            np.maximum.at(
+                largest, np.array(owners)[filled], np.maximum.reduceat(np.abs(np.concatenate(flat)), starts)
+            )
+        bones, scales = np.array(bones), np.array(scales)
+        scale, shift = scale.copy(), shift.copy()
+        np.maximum.at(scale, bones[scales], largest[scales])
+        np.maximum.at(shift, bones[~scales], np.sqrt(3) * largest[~scales])
+    parents, scale, shift = np.asarray(skeleton.parents).tolist(), scale.tolist(), shift.tolist()
+    linear, offset = [0.0] * len(parents), [0.0] * len(parents)
+    for i in order:
+        parent = parents[i]
         parent_linear, parent_offset = (linear[parent], offset[parent]) if parent >= 0 else (1.0, 0.0)
         linear[i] = parent_linear * scale[i]
         offset[i] = parent_offset + parent_linear * shift[i]
