@@ -22,7 +22,7 @@ of all components share their frames.
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -145,7 +145,17 @@ def scaled_permutations(a: np.ndarray) -> list[np.ndarray | None]:
 
 def scaled_permutation(a: np.ndarray) -> np.ndarray | None:
     """Source component of each output component when ``a`` only permutes and scales, else None."""
-    return scaled_permutations(a[None])[0]
+    a = np.asarray(a, np.float64)
+    return _scaled_permutation(a.tobytes(), a.shape)
+
+
+@lru_cache(maxsize=4096)
+def _scaled_permutation(data: bytes, shape: tuple) -> np.ndarray | None:
+    """``scaled_permutation`` of a matrix by its bytes: a skeleton's few maps come back for every key set."""
+    source = scaled_permutations(np.frombuffer(data).reshape((1,) + shape))[0]
+    if source is not None:
+        source.flags.writeable = False  # shared by every caller
+    return source
 
 
 def map_keys(values, handles_left, handles_right, interpolation, a, b):
@@ -159,13 +169,18 @@ def map_keys(values, handles_left, handles_right, interpolation, a, b):
         if source is not None:
             mapped = handles[:, source, :].copy()
             mapped[..., 1] = mapped[..., 1] * a[np.arange(len(source)), source] + b
-        elif np.allclose(handles[..., 0], handles[:, :1, 0], atol=0):
+        elif _close(handles[..., 0], handles[:, :1, 0]):
             mapped = handles.copy()
             mapped[..., 1] = handles[..., 1] @ a.T + b
         else:
             return None
         out.append(mapped)
     return new_values, out[0], out[1]
+
+
+def _close(x: np.ndarray, y: np.ndarray) -> bool:
+    """``np.allclose(x, y, atol=0)`` (relative 1e-5) without its general cost."""
+    return bool(np.all((x == y) | (np.abs(x - y) <= 1e-5 * np.abs(y))))
 
 
 def continuity_signs(quats: np.ndarray) -> np.ndarray:
