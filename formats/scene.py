@@ -191,14 +191,18 @@ def keys_digest(channel) -> str:
     """A digest of a channel's keys (``Channel``, or anything with its key fields): times, values,
     interpolation and Bézier handles, bit for bit as float64 (−0.0 is not 0.0)."""
     times = np.ascontiguousarray(channel.times, "<f8")
+    rows = max(len(times), 1)  # one row per key (no keys: one empty row, as reshape cannot infer 0 × ?)
     digest = hashlib.sha1(f"{len(times)} {channel.interpolation}".encode())
     for array in (times, channel.values, channel.handles_left, channel.handles_right):
         if array is None:
             digest.update(b"none")
             continue
-        # One row per key (a channel without keys: one empty row, as reshape cannot infer 0 × ?).
-        array = np.ascontiguousarray(array, "<f8").reshape(max(len(times), 1), -1)
-        digest.update(f"{array.shape}".encode() + array.tobytes())
+        array = np.ascontiguousarray(array, "<f8")
+        columns = array.size // rows
+        if rows * columns != array.size:
+            raise ValueError(f"{array.shape} values do not make one row per key of {len(times)}")
+        digest.update(f"({rows}, {columns})".encode())
+        digest.update(array)  # its bytes, without a copy
     return digest.hexdigest()
 
 
