@@ -530,6 +530,10 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     return m
 
 
+# ``matrix_to_quat``: the terms (w, x, y, z) take when the largest diagonal term is that of w, x, y or z.
+_QUAT_TERMS = np.array([[0, 1, 2, 3], [1, 0, 4, 5], [2, 4, 0, 6], [3, 5, 6, 0]])
+
+
 def matrix_to_quat(m: np.ndarray) -> np.ndarray:
     """(…, 3, 3) rotation matrices to (…, 4) unit quaternions (w, x, y, z), w ≥ 0."""
     m = np.asarray(m, dtype=np.float64)[..., :3, :3]
@@ -542,47 +546,23 @@ def matrix_to_quat(m: np.ndarray) -> np.ndarray:
         ],
         axis=-1,
     )
-    # Build from the largest diagonal term for numerical stability.
+    # Build from the largest diagonal term for numerical stability: of every term a case may take
+    # (s / 4, the differences and sums of opposite entries over s), each case's four.
     k = np.argmax(t, axis=-1)
     s = np.sqrt(np.maximum(np.take_along_axis(t, k[..., None], -1)[..., 0], 1e-300)) * 2
-    q = np.empty(m.shape[:-2] + (4,))
-    c0, c1, c2, c3 = k == 0, k == 1, k == 2, k == 3
-    q[c0] = np.stack(
+    terms = np.stack(
         [
-            s[c0] / 4,
-            (m[c0, 2, 1] - m[c0, 1, 2]) / s[c0],
-            (m[c0, 0, 2] - m[c0, 2, 0]) / s[c0],
-            (m[c0, 1, 0] - m[c0, 0, 1]) / s[c0],
+            s / 4,
+            (m[..., 2, 1] - m[..., 1, 2]) / s,
+            (m[..., 0, 2] - m[..., 2, 0]) / s,
+            (m[..., 1, 0] - m[..., 0, 1]) / s,
+            (m[..., 0, 1] + m[..., 1, 0]) / s,
+            (m[..., 0, 2] + m[..., 2, 0]) / s,
+            (m[..., 1, 2] + m[..., 2, 1]) / s,
         ],
-        -1,
+        axis=-1,
     )
-    q[c1] = np.stack(
-        [
-            (m[c1, 2, 1] - m[c1, 1, 2]) / s[c1],
-            s[c1] / 4,
-            (m[c1, 0, 1] + m[c1, 1, 0]) / s[c1],
-            (m[c1, 0, 2] + m[c1, 2, 0]) / s[c1],
-        ],
-        -1,
-    )
-    q[c2] = np.stack(
-        [
-            (m[c2, 0, 2] - m[c2, 2, 0]) / s[c2],
-            (m[c2, 0, 1] + m[c2, 1, 0]) / s[c2],
-            s[c2] / 4,
-            (m[c2, 1, 2] + m[c2, 2, 1]) / s[c2],
-        ],
-        -1,
-    )
-    q[c3] = np.stack(
-        [
-            (m[c3, 1, 0] - m[c3, 0, 1]) / s[c3],
-            (m[c3, 0, 2] + m[c3, 2, 0]) / s[c3],
-            (m[c3, 1, 2] + m[c3, 2, 1]) / s[c3],
-            s[c3] / 4,
-        ],
-        -1,
-    )
+    q = np.take_along_axis(terms, _QUAT_TERMS[k], axis=-1)
     q *= np.where(q[..., :1] < 0, -1.0, 1.0)
     return q / np.linalg.norm(q, axis=-1, keepdims=True)
 
