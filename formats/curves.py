@@ -514,12 +514,14 @@ def _sample_kind(kind: str, group: list) -> np.ndarray:
     frames = np.concatenate([g[4] for g in group])
     starts = np.cumsum([0] + [len(g[1]) for g in group])[:-1]
     counts = [len(g[4]) for g in group]
-    # Per frame: the last key at or before it (in the concatenation), and the first key not before it.
-    after = np.concatenate([np.searchsorted(g[1], g[4], side="right") for g in group]).astype(np.int64)
-    not_before = np.concatenate([np.searchsorted(g[1], g[4]) for g in group]).astype(np.int64)
+    # Per frame: the keys of its curve at or before it (the last of them, in the concatenation: start +
+    # after − 1), and whether that key is at the frame itself.
+    after = np.empty(len(frames), np.int64)
+    for g, at in zip(group, np.cumsum([0] + counts)[:-1], strict=True):
+        after[at : at + len(g[4])] = np.searchsorted(g[1], g[4], side="right")
     start = np.repeat(starts, counts)
     end = start + np.repeat([len(g[1]) for g in group], counts) - 1  # each curve's last key
-    exact = times[np.minimum(start + not_before, end)] == frames  # the keys are in frame order
+    exact = (after > 0) & (times[np.clip(start + after - 1, start, end)] == frames)
     seg = np.clip(start + after - 1, start, end - 1)
     x0, x1 = times[seg], times[seg + 1]
     y0, y1 = values[seg], values[seg + 1]
