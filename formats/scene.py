@@ -367,17 +367,21 @@ def _key_parts(channel: Channel):
 def _keys_within_floats(animation: Animation, filename: str, where: str) -> None:
     """Refuse key values, handles and texture centres beyond single floats (Blender stores them so)
     and key times beyond Blender's frames, naming the first such part; every channel in one pass."""
-    parts = [(channel, *part) for channel in animation.channels for part in _key_parts(channel)]
-    if not parts:
+    flat, limits = [], []
+    for channel in animation.channels:
+        for _, values, limit in _key_parts(channel):
+            flat.append(np.asarray(values).ravel())
+            limits.append(limit)
+    if not flat:
         return
-    flat = [np.asarray(values, np.float64).ravel() for _, _, values, _ in parts]
     sizes = np.array([len(f) for f in flat])
-    bad = ~(np.abs(np.concatenate(flat)) <= np.repeat([limit for *_, limit in parts], sizes))  # NaN too
+    magnitudes = np.abs(np.concatenate(flat).astype(np.float64, copy=False))
+    bad = ~(magnitudes <= np.repeat(limits, sizes))  # NaN too
     if not bad.any():
         return
     ends = np.cumsum(sizes)
     first = int(np.searchsorted(ends, np.argmax(bad), side="right"))
-    channel, field_name, _, _ = parts[first]
+    channel, field_name = [(c, part[0]) for c in animation.channels for part in _key_parts(c)][first]
     what = f"{where}, {channel.target_kind} {channel.target!r} {channel.path}: {field_name}"
     if field_name == "key times":
         raise FormatError(filename, None, f"{what} must be finite and within ±{LAST_FRAME} frames")
@@ -415,15 +419,14 @@ def _poses_within_floats(scene: Scene, animation: Animation, filename: str, skel
         ]
         owners += [len(bones) - 1] * (len(parts) - len(owners))
     if bones:
-        flat = [np.asarray(p, np.float64).ravel() for p in parts]
+        flat = [np.asarray(p).ravel() for p in parts]
         sizes = np.array([len(f) for f in flat])
         filled = sizes > 0  # reduceat takes no empty part
         largest = np.zeros(len(bones))
         if filled.any():
             starts = (np.cumsum(sizes) - sizes)[filled]
-            np.maximum.at(
-                largest, np.array(owners)[filled], np.maximum.reduceat(np.abs(np.concatenate(flat)), starts)
-            )
+            magnitudes = np.abs(np.concatenate(flat).astype(np.float64, copy=False))
+            np.maximum.at(largest, np.array(owners)[filled], np.maximum.reduceat(magnitudes, starts))
         bones, scales = np.array(bones), np.array(scales)
         scale, shift = scale.copy(), shift.copy()
         np.maximum.at(scale, bones[scales], largest[scales])
