@@ -416,14 +416,14 @@ def build_animation(
         channels = bones.component_channels(animation.channels, rig)
     keyed = []
     spreads = [_spread_channel(channel) for channel, _ in channels]
-    baked = bones.bake_channels(spreads, rig) if rig is not None else {}  # all of them in one pass
+    posed = bones.pose_channels(spreads, rig) if rig is not None else {}  # all of them in one pass
     for (channel, parts), spread in zip(channels, spreads, strict=True):
         scene_channels = parts or [channel]
         sources = [SceneChannel(dict(c.extras), c.index, c.origin) for c in scene_channels]
         record = ChannelRecord(channel.target_kind, channel.target, channel.path, sources=sources)
         if len(spread.times) == 0:
             continue
-        written = _key_channel(actions, spread, record, targets, rig, baked.get(id(spread)))
+        written = _key_channel(actions, spread, record, targets, rig, posed.get(id(spread)))
         if written is not None:
             keyed.append((record, written, scene_channels))
     actions.make()
@@ -437,13 +437,13 @@ def build_animation(
     return actions.group
 
 
-def _key_channel(actions, channel, record, targets, rig, baked=None) -> Written | None:
+def _key_channel(actions, channel, record, targets, rig, posed=None) -> Written | None:
     """Plan the keys of one channel on what it animates (``_ActionSet.write``), None (and a warning)
-    when the Scene built nothing it animates. ``baked``: the channel's ``armature.bake_channels`` result."""
+    when the Scene built nothing it animates. ``posed``: the channel's ``armature.pose_channels`` result."""
     kind, target = channel.target_kind, channel.target
     times, values = _keys(channel)
     if kind == "bone" and rig is not None and target in rig.maps and channel.path in bones.BONE_PATHS:
-        return bones.key_bone_channel(actions, channel, times, values, record, rig, baked)
+        return bones.key_bone_channel(actions, channel, times, values, record, rig, posed)
     if kind == "object" and channel.path == "hide" and target in targets["object"]:
         return mesh.key_visibility(actions, targets["object"][target], times, values, record)
     shape_keys = targets["shape_key"][target].data.shape_keys if target in targets["shape_key"] else None
@@ -535,8 +535,10 @@ def _keep_scene_keys(record: ChannelRecord, curves, scene_channels: list[Channel
 
 
 def _is_float32(keys: Keys) -> bool:
-    arrays = (keys.times, keys.values, keys.handles_left, keys.handles_right)
-    return all(a is None or (a.astype(np.float32) == a).all() for a in arrays)
+    for a in (keys.values, keys.times, keys.handles_left, keys.handles_right):  # values fail most often
+        if a is not None and not (a.astype(np.float32) == a).all():
+            return False
+    return True
 
 
 def _as_imported(channels: list[Channel]) -> list[Channel]:

@@ -358,15 +358,10 @@ def _merged(parts: list[Channel], maps: BoneMaps, baked: tuple | None) -> Channe
         for p in parts:
             values[:, p.index] = np.asarray(p.values, np.float64).reshape(-1)
         if first.interpolation == "BEZIER" and all(p.handles_left is not None for p in parts):
-            left, right = (
-                np.stack(
-                    np.broadcast_arrays(
-                        np.asarray(getattr(first, side), np.float64)[:, :1, 0], rest[None, :]
-                    ),
-                    axis=-1,
-                ).copy()
-                for side in ("handles_left", "handles_right")
-            )
+            left, right = np.empty((2, len(times), len(rest), 2))  # unkeyed: at the rest value
+            for side, handles in ((left, first.handles_left), (right, first.handles_right)):
+                side[..., 0] = np.asarray(handles, np.float64)[:, :1, 0]
+                side[..., 1] = rest
             for p in parts:
                 left[:, p.index] = np.asarray(p.handles_left, np.float64)[:, 0]
                 right[:, p.index] = np.asarray(p.handles_right, np.float64)[:, 0]
@@ -394,10 +389,20 @@ def _merged(parts: list[Channel], maps: BoneMaps, baked: tuple | None) -> Channe
     return Channel("bone", first.target, first.path, times, values, interpolation, left, right, first.extras)
 
 
-def bake_channels(channels: list[Channel], rig: Rig) -> dict[int, tuple]:
-    """``_baked`` keys of each of ``channels`` that ``key_bone_channel`` bakes (steps aside), by id of the
-    channel: one ``bake_many`` per pose path for all, so that the bake costs no fixed time per channel."""
+class Posed(NamedTuple):
+    """A whole-vector bone channel as ``pose_channels`` found it: its keys mapped onto the pose
+    (``map_keys``: values, handles), or baked (``_baked``) where no affine map carries them."""
+
+    mapped: tuple | None
+    baked: tuple | None
+
+
+def pose_channels(channels: list[Channel], rig: Rig) -> dict[int, Posed]:
+    """Each of ``channels`` that ``key_bone_channel`` maps or bakes (steps aside), by id of the channel:
+    mapped once here, the bakes in one ``bake_many`` per pose path for all, so that the bake costs no
+    fixed time per channel."""
     jobs: dict[str, list] = {}
+    posed: dict[int, Posed] = {}
     for channel in channels:
         maps = rig.maps.get(channel.target) if channel.target_kind == "bone" else None
         if (
@@ -413,13 +418,15 @@ def bake_channels(channels: list[Channel], rig: Rig) -> dict[int, tuple]:
         hl = None if channel.handles_left is None else np.asarray(channel.handles_left, np.float64)
         hr = None if channel.handles_right is None else np.asarray(channel.handles_right, np.float64)
         pose_bone = rig.obj.pose.bones[rig.pose_names[channel.target]]
-        if _mapped(channel.path, values, hl, hr, channel.interpolation, maps, pose_bone) is None:
+        mapped = _mapped(channel.path, values, hl, hr, channel.interpolation, maps, pose_bone)
+        if mapped is None:
             jobs.setdefault(channel.path, []).append(_BakeJob(channel, times, values, hl, hr, maps))
-    return {
-        id(job.channel): baked
-        for group in jobs.values()
-        for job, baked in zip(group, _baked(group), strict=True)
-    }
+        else:
+            posed[id(channel)] = Posed(mapped, None)
+    for group in jobs.values():
+        for job, baked in zip(group, _baked(group), strict=True):
+            posed[id(job.channel)] = Posed(None, baked)
+    return posed
 
 
 def _mapped(path, values, hl, hr, interpolation, maps: BoneMaps, pose_bone):
@@ -429,9 +436,9 @@ def _mapped(path, values, hl, hr, interpolation, maps: BoneMaps, pose_bone):
     return map_keys(values, hl, hr, interpolation, *maps.maps[path])
 
 
-def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig: Rig, baked=None):
+def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig: Rig, posed=None):
     """Key a bone channel on its pose bone; returns its planned keys (``animation.Written``).
-    ``baked``: the channel's ``bake_channels`` result, when it has one."""
+    ``posed``: the channel's ``pose_channels`` result, when it has one."""
     maps, pose_name = rig.maps[channel.target], rig.pose_names[channel.target]
     pose_bone = rig.obj.pose.bones[pose_name]
     path = channel.path
@@ -453,7 +460,11 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
         # the shorter between keys half a turn apart (dot 0) is the channel's to say, not rounding's.
         times, values, added = slerp_keys(times, values, compat.MERGE_DISTANCE)
         record.slerp = added.tolist()
-    mapped = None if baked is not None else _mapped(path, values, hl, hr, interpolation, maps, pose_bone)
+        posed = None  # the keys changed: mapped again
+    baked = None if posed is None else posed.baked
+    mapped = None if posed is None else posed.mapped
+    if mapped is None and baked is None:
+        mapped = _mapped(path, values, hl, hr, interpolation, maps, pose_bone)
     if mapped is None:
         record.baked = path
         if baked is None:
