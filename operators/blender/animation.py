@@ -151,8 +151,11 @@ def interpolation_codes(interpolation, count: int) -> np.ndarray:
     linear = INTERPOLATION_CODES["LINEAR"]  # for modes the scene does not name
     if isinstance(interpolation, str):
         return np.full(count, INTERPOLATION_CODES.get(interpolation, linear), np.int32)
-    modes, per_key = np.unique(np.asarray(interpolation, dtype=str), return_inverse=True)
-    return np.array([INTERPOLATION_CODES.get(m, linear) for m in modes], np.int32)[per_key]
+    modes = np.asarray(interpolation, dtype=str)
+    codes = np.full(len(modes), linear, np.int32)
+    for name, code in INTERPOLATION_CODES.items():
+        codes[modes == name] = code
+    return codes
 
 
 class Curves:
@@ -172,6 +175,7 @@ class Written:
     def __init__(self, curves: Curves, co, codes, left, right, cyclic: bool, hold_start: bool):
         self.curves, self.co, self.codes, self.cyclic, self.hold_start = curves, co, codes, cyclic, hold_start
         self.left, self.right = left, right  # (K, C, 2) Bézier handles or None
+        self.kept = None  # the handles Blender keeps, once read (``_handles``)
 
     def write(self) -> None:
         bezier = self.left is not None and self.right is not None
@@ -186,18 +190,43 @@ class Written:
                 write_fcurve(fcurve, self.co[c], self.codes, cyclic=self.cyclic, hold_start=self.hold_start)
         self.left = self.right = None
 
+    def _handles(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(C, K, 2) float32 left and right handles as Blender keeps them (it moves those crossing their
+        key), None without Bézier keys; read once."""
+        if not (self.codes == INTERPOLATION_CODES["BEZIER"]).any():
+            return None
+        if self.kept is None:
+            count = len(self.codes)
+            self.kept = tuple(
+                np.stack([compat.read_array(fc.keyframe_points, side, count, 2) for fc in self.curves.made])
+                for side in ("handle_left", "handle_right")
+            )
+        return self.kept
+
     def rows(self) -> dict[int, np.ndarray]:
         """The keys as ``write_fcurve`` left them: frames and values as written and, when a key is Bézier,
-        the handles Blender keeps (it moves those crossing their key)."""
+        the handles Blender keeps."""
         co, codes = self.co, self.codes
         rows = np.zeros(co.shape[:2] + (7,))
         rows[:, :, :2] = co
         rows[:, :, 6] = codes
-        if (codes == INTERPOLATION_CODES["BEZIER"]).any():
-            for c, fcurve in enumerate(self.curves.made):
-                rows[c, :, 2:4] = compat.read_array(fcurve.keyframe_points, "handle_left", len(codes), 2)
-                rows[c, :, 4:6] = compat.read_array(fcurve.keyframe_points, "handle_right", len(codes), 2)
+        handles = self._handles()
+        if handles is not None:
+            rows[:, :, 2:4], rows[:, :, 4:6] = handles
         return dict(zip(self.curves.indices, rows, strict=True))
+
+    def digest(self) -> str:
+        """``fcurve_digest`` of ``rows()``, from the float32 keys as written."""
+        indices = self.curves.indices
+        order = np.argsort(indices, kind="stable")
+        handles = self._handles()
+        keys = self.co if handles is None else np.concatenate([self.co, *handles], axis=2)
+        count = len(self.codes)
+        return _digest(
+            ",".join(f"{indices[c]}:{count}" for c in order),
+            keys[order].reshape(-1, keys.shape[2]),
+            np.tile(self.codes.astype(np.int8), len(indices)),
+        )
 
 
 class _ActionSet:
@@ -427,10 +456,11 @@ def build_animation(
         if written is not None:
             keyed.append((record, written, scene_channels))
     actions.make()
-    for record, written, scene_channels in keyed:
-        curves = written.rows()
-        record.digest = fcurve_digest(curves)
-        _keep_scene_keys(record, curves, scene_channels, rig)
+    scene_keys = [[Keys.of(c) for c in scene_channels] for _, _, scene_channels in keyed]
+    float32 = iter(_are_float32([k for keys in scene_keys for k in keys]))  # one test for all
+    for (record, written, _), keys in zip(keyed, scene_keys, strict=True):
+        record.digest = written.digest()
+        _keep_scene_keys(record, written, keys, [next(float32) for _ in keys], rig)
     if not actions.actions and rig is not None:  # keep an animation without channels for export
         actions.ensure(rig.obj, "OBJECT")
     actions.finish()
@@ -481,11 +511,16 @@ def fcurve_digest(curves: dict[int, np.ndarray]) -> str:
     recompute). Any other digest means the keys were edited."""
     indices = sorted(curves)
     rows = np.concatenate([curves[i] for i in indices]) if len(indices) != 1 else curves[indices[0]]
-    codes = rows[:, 6].astype(np.int8)
-    columns = 6 if INTERPOLATION_CODES["BEZIER"] in codes else 2
     counts = ",".join(f"{i}:{len(curves[i])}" for i in indices)
+    return _digest(counts, rows[:, :6].astype(np.float32), rows[:, 6].astype(np.int8))
+
+
+def _digest(counts: str, keys: np.ndarray, codes: np.ndarray) -> str:
+    """``fcurve_digest`` of the float32 keys (N, 2 or 6) and the int8 codes of F-curves one after another
+    (``counts``: "index:keys" of each)."""
+    columns = 6 if INTERPOLATION_CODES["BEZIER"] in codes else 2
     return hashlib.sha1(
-        counts.encode() + rows[:, :columns].astype(np.float32).tobytes() + codes.tobytes()
+        counts.encode() + np.ascontiguousarray(keys[:, :columns]).tobytes() + codes.tobytes()
     ).hexdigest()
 
 
@@ -519,26 +554,31 @@ def _restore(record: ChannelRecord, curves: dict[int, np.ndarray], maps, target:
     return [channel]
 
 
-def _keep_scene_keys(record: ChannelRecord, curves, scene_channels: list[Channel], rig) -> None:
+def _keep_scene_keys(record: ChannelRecord, written: Written, scene_keys: list[Keys], float32, rig) -> None:
     """Keep with the record the keys of each Scene channel that its F-curves as written do not give back
-    bit for bit (``_as_imported``): keys not all float32, spread apart or baked, merged components…"""
-    scene_keys = [Keys.of(channel) for channel in scene_channels]
-    float32 = [_is_float32(keys) for keys in scene_keys]  # restored keys are: others cannot match
+    bit for bit (``_as_imported``): keys not all float32 (``float32``: whether each is, ``_are_float32``),
+    spread apart or baked, merged components…"""
     restored = []
-    if any(float32):
+    if any(float32):  # restored keys are float32: others cannot match
         bone = record.kind == "bone"
         target = rig.pose_names[record.target] if bone else record.target
-        restored = _as_imported(_restore(record, curves, rig.exported if bone else {}, target))
+        restored = _as_imported(_restore(record, written.rows(), rig.exported if bone else {}, target))
     for i, (source, keys) in enumerate(zip(record.sources, scene_keys, strict=True)):
         if not float32[i] or i >= len(restored) or not _same_keys(Keys.of(restored[i]), keys):
             source.keys = keys
 
 
-def _is_float32(keys: Keys) -> bool:
-    for a in (keys.values, keys.times, keys.handles_left, keys.handles_right):  # values fail most often
-        if a is not None and not (a.astype(np.float32) == a).all():
-            return False
-    return True
+def _are_float32(keys: list[Keys]) -> list[bool]:
+    """Whether each of ``keys`` holds float32 values only, tested all together."""
+    arrays = [
+        [a.ravel() for a in (k.times, k.values, k.handles_left, k.handles_right) if a is not None]
+        for k in keys
+    ]
+    sizes = np.array([sum(map(len, parts)) for parts in arrays], np.int64)
+    flat = np.concatenate([a for parts in arrays for a in parts] + [np.zeros(0)])
+    inexact = np.concatenate([[0], np.cumsum(flat.astype(np.float32) != flat)])  # running count
+    ends = np.cumsum(sizes)
+    return (inexact[ends] == inexact[ends - sizes]).tolist()
 
 
 def _as_imported(channels: list[Channel]) -> list[Channel]:
