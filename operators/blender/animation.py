@@ -190,43 +190,38 @@ class Written:
                 write_fcurve(fcurve, self.co[c], self.codes, cyclic=self.cyclic, hold_start=self.hold_start)
         self.left = self.right = None
 
-    def _handles(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """(C, K, 2) float32 left and right handles as Blender keeps them (it moves those crossing their
-        key), None without Bézier keys; read once."""
-        if not (self.codes == INTERPOLATION_CODES["BEZIER"]).any():
-            return None
+    def _keys(self) -> np.ndarray:
+        """(C, K, 6) float32 keys as Blender keeps them: frame, value, left and right handles (Blender
+        moves those crossing their key); (C, K, 2) without Bézier keys. Read once."""
         if self.kept is None:
-            count = len(self.codes)
-            self.kept = tuple(
-                np.stack([compat.read_array(fc.keyframe_points, side, count, 2) for fc in self.curves.made])
-                for side in ("handle_left", "handle_right")
-            )
+            self.kept = self.co
+            if (self.codes == INTERPOLATION_CODES["BEZIER"]).any():
+                kept = np.empty((len(self.co), 3) + self.co.shape[1:], np.float32)  # (C, 3, K, 2)
+                kept[:, 0] = self.co
+                for c, fcurve in enumerate(self.curves.made):
+                    fcurve.keyframe_points.foreach_get("handle_left", kept[c, 1].ravel())
+                    fcurve.keyframe_points.foreach_get("handle_right", kept[c, 2].ravel())
+                self.kept = kept.transpose(0, 2, 1, 3).reshape(self.co.shape[:2] + (6,))
         return self.kept
 
     def rows(self) -> dict[int, np.ndarray]:
-        """The keys as ``write_fcurve`` left them: frames and values as written and, when a key is Bézier,
-        the handles Blender keeps."""
-        co, codes = self.co, self.codes
-        rows = np.zeros(co.shape[:2] + (7,))
-        rows[:, :, :2] = co
-        rows[:, :, 6] = codes
-        handles = self._handles()
-        if handles is not None:
-            rows[:, :, 2:4], rows[:, :, 4:6] = handles
+        """The keys as ``write_fcurve`` left them (``fcurve_rows``), by F-curve array index."""
+        keys = self._keys()
+        rows = np.zeros(keys.shape[:2] + (7,))
+        rows[:, :, : keys.shape[2]] = keys
+        rows[:, :, 6] = self.codes
         return dict(zip(self.curves.indices, rows, strict=True))
 
     def digest(self) -> str:
         """``fcurve_digest`` of ``rows()``, from the float32 keys as written."""
         indices = self.curves.indices
-        order = np.argsort(indices, kind="stable")
-        handles = self._handles()
-        keys = self.co if handles is None else np.concatenate([self.co, *handles], axis=2)
-        count = len(self.codes)
-        return _digest(
-            ",".join(f"{indices[c]}:{count}" for c in order),
-            keys[order].reshape(-1, keys.shape[2]),
-            np.tile(self.codes.astype(np.int8), len(indices)),
-        )
+        order = sorted(range(len(indices)), key=indices.__getitem__)
+        keys = self._keys()
+        if order != list(range(len(indices))):
+            keys = keys[order]
+        codes = self.codes.astype(np.int8).tobytes()
+        counts = ",".join(f"{indices[c]}:{len(self.codes)}" for c in order)
+        return _digest(counts, keys.tobytes(), codes * len(indices))
 
 
 class _ActionSet:
@@ -512,16 +507,15 @@ def fcurve_digest(curves: dict[int, np.ndarray]) -> str:
     indices = sorted(curves)
     rows = np.concatenate([curves[i] for i in indices]) if len(indices) != 1 else curves[indices[0]]
     counts = ",".join(f"{i}:{len(curves[i])}" for i in indices)
-    return _digest(counts, rows[:, :6].astype(np.float32), rows[:, 6].astype(np.int8))
-
-
-def _digest(counts: str, keys: np.ndarray, codes: np.ndarray) -> str:
-    """``fcurve_digest`` of the float32 keys (N, 2 or 6) and the int8 codes of F-curves one after another
-    (``counts``: "index:keys" of each)."""
+    codes = rows[:, 6].astype(np.int8)
     columns = 6 if INTERPOLATION_CODES["BEZIER"] in codes else 2
-    return hashlib.sha1(
-        counts.encode() + np.ascontiguousarray(keys[:, :columns]).tobytes() + codes.tobytes()
-    ).hexdigest()
+    return _digest(counts, rows[:, :columns].astype(np.float32).tobytes(), codes.tobytes())
+
+
+def _digest(counts: str, keys: bytes, codes: bytes) -> str:
+    """``fcurve_digest`` of F-curves one after another: ``counts`` "index:keys" of each, their float32
+    keys (frame, value and, when a key is Bézier, handles: 6 columns, else 2) and int8 codes."""
+    return hashlib.sha1(counts.encode() + keys + codes).hexdigest()
 
 
 def _restore(record: ChannelRecord, curves: dict[int, np.ndarray], maps, target: str) -> list[Channel]:
