@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
 
@@ -62,6 +62,15 @@ class Rig:
     obj: bpy.types.Object
     pose_names: dict[str, str]  # Scene bone name → pose bone name
     maps: dict[str, BoneMaps]  # Scene bone name → its maps, from the Scene's rest
+    components: dict = field(default_factory=dict)  # ``single_component``'s answers, by channel
+
+    def single_component(self, channel: Channel) -> tuple[int, float, float] | None:
+        """``_single_component`` of a per-component bone channel (asked again for every animation)."""
+        key = (channel.target, channel.path, channel.index)
+        if key not in self.components:
+            pose_bone = self.obj.pose.bones[self.pose_names[channel.target]]
+            self.components[key] = _single_component(channel, self.maps[channel.target], pose_bone)
+        return self.components[key]
 
     @cached_property
     def exported(self) -> dict[str, BoneMaps]:
@@ -282,8 +291,7 @@ def component_channels(channels, rig: Rig) -> list[tuple[Channel, list[Channel] 
             channel.index is None
             or bone is None
             or channel.path not in BONE_PATHS
-            or _single_component(channel, bone, rig.obj.pose.bones[rig.pose_names[channel.target]])
-            is not None
+            or rig.single_component(channel) is not None
         ):
             out.append(channel)
             continue
@@ -292,10 +300,13 @@ def component_channels(channels, rig: Rig) -> list[tuple[Channel, list[Channel] 
             parts = groups[(channel.target, channel.path)] = []
             out.append(parts)
         parts.append(channel)
-    baking = [p for p in out if isinstance(p, list) and _bakes_merge(p)]
+    shared = {id(p): _shares_keys(p) for p in out if isinstance(p, list)}
+    baking = [p for p in out if isinstance(p, list) and _bakes_merge(p, shared[id(p)])]
     baked = dict(zip(map(id, baking), _bake_merges(baking, rig.maps), strict=True))
     return [
-        (_merged(p, rig.maps[p[0].target], baked.get(id(p))), p) if isinstance(p, list) else (p, None)
+        (_merged(p, rig.maps[p[0].target], shared[id(p)], baked.get(id(p))), p)
+        if isinstance(p, list)
+        else (p, None)
         for p in out
     ]
 
@@ -307,9 +318,10 @@ def _shares_keys(parts: list[Channel]) -> bool:
     return all(np.array_equal(p.times, times) and p.interpolation == first.interpolation for p in parts)
 
 
-def _bakes_merge(parts: list[Channel]) -> bool:
-    """Whether ``_merged`` bakes ``parts``: components keyed at different frames, not all steps."""
-    return not _shares_keys(parts) and not all(p.interpolation == "CONSTANT" for p in parts)
+def _bakes_merge(parts: list[Channel], shared: bool) -> bool:
+    """Whether ``_merged`` bakes ``parts`` (``shared``: ``_shares_keys``): components keyed at different
+    frames, not all steps."""
+    return not shared and not all(p.interpolation == "CONSTANT" for p in parts)
 
 
 def _rows_by_curve(curve: np.ndarray, count: int) -> tuple[np.ndarray, list[tuple[int, slice]]]:
@@ -345,15 +357,15 @@ def _bake_merges(groups: list[list[Channel]], maps: dict[str, BoneMaps]) -> list
     return bake_many(times, evaluate)
 
 
-def _merged(parts: list[Channel], maps: BoneMaps, baked: tuple | None) -> Channel:
+def _merged(parts: list[Channel], maps: BoneMaps, shared: bool, baked: tuple | None) -> Channel:
     """One channel of every component of ``parts``' path; components they do not key hold the rest value.
-    Components keyed at different frames are baked together (``baked``: ``_bake_merges``' keys of
-    them), steps at their keys."""
+    Components keyed at different frames (not ``shared``: ``_shares_keys``) are baked together
+    (``baked``: ``_bake_merges``' keys of them), steps at their keys."""
     first = parts[0]
     rest = maps.rest_values[first.path]
     times = np.asarray(first.times, np.float64)
     interpolation, left, right = first.interpolation, None, None
-    if _shares_keys(parts):
+    if shared:
         values = np.tile(rest, (len(times), 1))
         for p in parts:
             values[:, p.index] = np.asarray(p.values, np.float64).reshape(-1)
@@ -417,8 +429,7 @@ def pose_channels(channels: list[Channel], rig: Rig) -> dict[int, Posed]:
         values = np.asarray(channel.values, np.float64).reshape(len(times), -1)
         hl = None if channel.handles_left is None else np.asarray(channel.handles_left, np.float64)
         hr = None if channel.handles_right is None else np.asarray(channel.handles_right, np.float64)
-        pose_bone = rig.obj.pose.bones[rig.pose_names[channel.target]]
-        mapped = _mapped(channel.path, values, hl, hr, channel.interpolation, maps, pose_bone)
+        mapped = _mapped(channel.path, values, hl, hr, channel.interpolation, rig, channel.target)
         if mapped is None:
             jobs.setdefault(channel.path, []).append(_BakeJob(channel, times, values, hl, hr, maps))
         else:
@@ -429,9 +440,12 @@ def pose_channels(channels: list[Channel], rig: Rig) -> dict[int, Posed]:
     return posed
 
 
-def _mapped(path, values, hl, hr, interpolation, maps: BoneMaps, pose_bone):
-    """``map_keys`` of a whole-vector channel onto its pose path; None when it has to be baked."""
-    if path not in maps.maps or (path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"):
+def _mapped(path, values, hl, hr, interpolation, rig: Rig, bone: str):
+    """``map_keys`` of a whole-vector channel of ``bone`` onto its pose path; None when it has to be baked."""
+    maps = rig.maps[bone]
+    if path not in maps.maps or (
+        path == "rotation_euler" and rig.obj.pose.bones[rig.pose_names[bone]].rotation_mode != "XYZ"
+    ):
         return None
     return map_keys(values, hl, hr, interpolation, *maps.maps[path])
 
@@ -440,14 +454,13 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
     """Key a bone channel on its pose bone; returns its planned keys (``animation.Written``).
     ``posed``: the channel's ``pose_channels`` result, when it has one."""
     maps, pose_name = rig.maps[channel.target], rig.pose_names[channel.target]
-    pose_bone = rig.obj.pose.bones[pose_name]
     path = channel.path
     interpolation = channel.interpolation
     hl = None if channel.handles_left is None else np.asarray(channel.handles_left, np.float64)
     hr = None if channel.handles_right is None else np.asarray(channel.handles_right, np.float64)
     data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
     if channel.index is not None:  # one component onto one pose component: factor and offset only
-        component, factor, offset = _single_component(channel, maps, pose_bone)
+        component, factor, offset = rig.single_component(channel)
         record.array_index = component
         if hl is not None and hr is not None:
             hl, hr = hl.copy(), hr.copy()
@@ -464,7 +477,7 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
     baked = None if posed is None else posed.baked
     mapped = None if posed is None else posed.mapped
     if mapped is None and baked is None:
-        mapped = _mapped(path, values, hl, hr, interpolation, maps, pose_bone)
+        mapped = _mapped(path, values, hl, hr, interpolation, rig, channel.target)
     if mapped is None:
         record.baked = path
         if baked is None:
