@@ -583,7 +583,8 @@ def extract_skeleton(armature_obj) -> Skeleton:
     bones = armature.bones
     recorded = props.to_python(armature[props.JOINT_ORDER]) if props.JOINT_ORDER in armature else []
     names = [n for n in recorded if n in bones]
-    names += [b.name for b in bones if b.name not in set(names)]
+    known = set(names)
+    names += [b.name for b in bones if b.name not in known]
     names = _parents_first(names, bones)
     index = {n: i for i, n in enumerate(names)}
     parents = np.array([index[bones[n].parent.name] if bones[n].parent else -1 for n in names], np.int32)
