@@ -382,6 +382,18 @@ def loop_record(sides: dict, indices, animation: Animation, interpolation: str) 
     return record
 
 
+def _spread_channels(channels: list[Channel]) -> list[Channel]:
+    """``_spread_channel`` of each of ``channels``: those with keys too close found all at once."""
+    times = [np.asarray(c.times, np.float64) for c in channels]
+    gaps = np.diff(np.concatenate(times + [np.zeros(0)]))
+    close = np.concatenate([[0], np.cumsum((gaps >= 0) & (gaps < compat.MERGE_DISTANCE))])  # running count
+    counts = np.array([len(t) for t in times], np.int64)
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    inside = close[np.maximum(ends - 1, starts)] - close[starts]  # close gaps between a channel's keys
+    return [_spread_channel(c) if n else c for c, n in zip(channels, inside, strict=True)]
+
+
 def _spread_channel(channel: Channel) -> Channel:
     """The channel with keys too close for an F-curve spread apart (``_spread_close_keys``)."""
     times, values = _keys(channel)
@@ -439,7 +451,7 @@ def build_animation(
     if rig is not None:
         channels = bones.component_channels(animation.channels, rig)
     keyed = []
-    spreads = [_spread_channel(channel) for channel, _ in channels]
+    spreads = _spread_channels([channel for channel, _ in channels])
     posed = bones.pose_channels(spreads, rig) if rig is not None else {}  # all of them in one pass
     for (channel, parts), spread in zip(channels, spreads, strict=True):
         scene_channels = parts or [channel]
