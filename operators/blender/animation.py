@@ -59,7 +59,6 @@ from .records import (
 
 INTERPOLATION_CODES = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}
 _INTERPOLATION_NAMES = {code: name for name, code in INTERPOLATION_CODES.items()}
-_HANDLE_FREE = 0
 _POSE_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.(\w+)$')
 
 
@@ -134,7 +133,7 @@ def write_fcurve(
     points.foreach_set("co", co.ravel())
     points.foreach_set("interpolation", codes)
     if handles_left is not None and handles_right is not None:
-        free = np.full(count, _HANDLE_FREE, np.int32)
+        free = np.zeros(count, np.int32)  # handle type FREE
         points.foreach_set("handle_left_type", free)
         points.foreach_set("handle_right_type", free)
         points.foreach_set("handle_left", np.ascontiguousarray(handles_left, np.float32).ravel())
