@@ -271,7 +271,7 @@ def _single_component(channel: Channel, maps: BoneMaps, pose_bone) -> tuple[int,
     source = maps.permutations[channel.path]
     if source is None:
         return None
-    r = int(np.flatnonzero(source == channel.index)[0])
+    r = source.tolist().index(channel.index)  # a permutation: every component once
     return r, float(a[r, channel.index]), float(b[r])
 
 
@@ -458,7 +458,7 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
     interpolation = channel.interpolation
     hl = None if channel.handles_left is None else np.asarray(channel.handles_left, np.float64)
     hr = None if channel.handles_right is None else np.asarray(channel.handles_right, np.float64)
-    data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
+    bone_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].'
     if channel.index is not None:  # one component onto one pose component: factor and offset only
         component, factor, offset = rig.single_component(channel)
         record.array_index = component
@@ -466,7 +466,7 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
             hl, hr = hl.copy(), hr.copy()
             hl[..., 1] = hl[..., 1] * factor + offset
             hr[..., 1] = hr[..., 1] * factor + offset
-        fcurves = actions.fcurves(rig.obj, "OBJECT", data_path, 1, pose_name, record, (component,))
+        fcurves = actions.fcurves(rig.obj, "OBJECT", bone_path + path, 1, pose_name, record, (component,))
         return actions.write(fcurves, record, times, values * factor + offset, interpolation, hl, hr)
     if path == "rotation_quaternion" and interpolation == "LINEAR":
         # Before the map: it is orthogonal on quaternions, so it carries the slerp, but which arc is
@@ -487,8 +487,7 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
     new_values, hl, hr = mapped
     if path == "rotation_quaternion":
         new_values, hl, hr = _continuous(new_values, hl, hr, record)
-    data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
-    fcurves = actions.fcurves(rig.obj, "OBJECT", data_path, new_values.shape[1], pose_name, record)
+    fcurves = actions.fcurves(rig.obj, "OBJECT", bone_path + path, new_values.shape[1], pose_name, record)
     return actions.write(fcurves, record, times, new_values, interpolation, hl, hr)
 
 
