@@ -174,7 +174,7 @@ class Written:
     def __init__(self, curves: Curves, co, codes, left, right, cyclic: bool, hold_start: bool):
         self.curves, self.co, self.codes, self.cyclic, self.hold_start = curves, co, codes, cyclic, hold_start
         self.left, self.right = left, right  # (K, C, 2) Bézier handles or None
-        self.kept = None  # the handles Blender keeps, once read (``_handles``)
+        self.kept = None  # ``kept_keys``, once read
 
     def write(self) -> None:
         bezier = self.left is not None and self.right is not None
@@ -189,7 +189,7 @@ class Written:
                 write_fcurve(fcurve, self.co[c], self.codes, cyclic=self.cyclic, hold_start=self.hold_start)
         self.left = self.right = None
 
-    def _keys(self) -> np.ndarray:
+    def kept_keys(self) -> np.ndarray:
         """(C, K, 6) float32 keys as Blender keeps them: frame, value, left and right handles (Blender
         moves those crossing their key); (C, K, 2) without Bézier keys. Read once."""
         if self.kept is None:
@@ -205,7 +205,7 @@ class Written:
 
     def rows(self) -> dict[int, np.ndarray]:
         """The keys as ``write_fcurve`` left them (``fcurve_rows``), by F-curve array index."""
-        keys = self._keys()
+        keys = self.kept_keys()
         rows = np.zeros(keys.shape[:2] + (7,))
         rows[:, :, : keys.shape[2]] = keys
         rows[:, :, 6] = self.codes
@@ -215,7 +215,7 @@ class Written:
         """``fcurve_digest`` of ``rows()``, from the float32 keys as written."""
         indices = self.curves.indices
         order = sorted(range(len(indices)), key=indices.__getitem__)
-        keys = self._keys()
+        keys = self.kept_keys()
         if order != list(range(len(indices))):
             keys = keys[order]
         codes = self.codes.astype(np.int8).tobytes()
