@@ -337,20 +337,31 @@ def _bake_merges(groups: list[list[Channel]], maps: dict[str, BoneMaps]) -> list
     if not groups:
         return []
     rests = np.array([maps[parts[0].target].rest_values[parts[0].path] for parts in groups])
+    keys = [  # of each part, as ``sample_many`` takes them (less the frames)
+        [
+            (
+                p.times,
+                np.asarray(p.values, np.float64).reshape(-1, 1),
+                p.interpolation,
+                p.handles_left,
+                p.handles_right,
+            )
+            for p in parts
+        ]
+        for parts in groups
+    ]
 
     def evaluate(curve, frames):  # every part of every group in one pass
         values = rests[curve]
         order, rows = _rows_by_curve(curve, len(groups))
-        jobs = [(order[r], frames[order[r]], p) for c, r in rows for p in groups[c]]
-        sampled = sample_many(
-            [
-                (p.times, np.asarray(p.values, np.float64).reshape(-1, 1), p.interpolation)
-                + (p.handles_left, p.handles_right, at)
-                for _, at, p in jobs
-            ]
-        )
-        for (where, _, p), part in zip(jobs, sampled, strict=True):
-            values[where, p.index] = part[:, 0]
+        jobs, sampling = [], []
+        for c, r in rows:
+            where = order[r]
+            at = (frames[where],)
+            jobs += [(where, p.index) for p in groups[c]]
+            sampling += [part + at for part in keys[c]]
+        for (where, index), part in zip(jobs, sample_many(sampling), strict=True):
+            values[where, index] = part[:, 0]
         return values
 
     times = [np.unique(np.concatenate([np.asarray(p.times, np.float64) for p in parts])) for parts in groups]
