@@ -53,6 +53,10 @@ class Importer:
     pairs: tuple[str, ...] = ()
     # path → the models of a file that holds several (an archive): [] for none; None for a model file.
     models: Callable[[str], list[str] | None] | None = None
+    # (path, options) → how many animations its import loads that a split import shares out between its
+    # parts (formats/parts.py), told cheaply (from names); with it, ``load`` takes ``part=`` and reads only
+    # that part's animations. The batch splits a big import between its workers.
+    shared_animations: Callable[[str, Any], int] | None = None
 
 
 @dataclass(frozen=True)
@@ -212,6 +216,7 @@ FAMILIES: tuple[Family, ...] = (
             j3d_files.load_model,
             pairs=j3d_files.PAIRED_EXTENSIONS,
             models=j3d_files.archive_models,
+            shared_animations=j3d_files.shared_animations,
         ),
         Exporter(
             "export_scene.j3d_model",

@@ -9,11 +9,15 @@ models (textures, companion files, archives without models) are skipped and list
 (J3D animations, TMRF animation-only files) goes onto the armature of the model imported just
 before it from its folder, as the import operator puts it on the selected armature.
 
-Worker processes (``-j``, every core by default) each run their own Blender, the jobs that read the
-most bytes first; this process only plans, prints and, for ``--out``, joins the workers' .blend files
-into one. An archive of several models is one job: its models are imported together, as File > Import
-does (appending one model's .blend to another's in Blender costs more than importing it there). Exit status: 0 when
-every file imported, 1 when some failed, 2 for a wrong command line.
+Worker processes (``-j``, every core by default) each run their own Blender (one BLAS thread each:
+the cores are the workers'), the longest jobs first; this process only plans, prints and, for
+``--out``, joins the workers' .blend files into one. An archive of several models is one job: its
+models are imported together, as File > Import does (appending one model's .blend to another's in
+Blender costs more than importing it there). A job that would still finish long after the others is
+split into parts (``split_counts``, formats/parts.py): each imports the model with its share of the
+animations, and the worker that finishes the last part joins them into the file the unsplit import
+would have made (``join_parts``). Exit status: 0 when every file imported, 1 when some failed, 2 for
+a wrong command line.
 
 Module-level imports are the standard library only: worker processes load the add-on by path.
 """
@@ -24,14 +28,20 @@ import argparse
 import dataclasses
 import glob
 import json
+import math
 import os
 import queue
+import re
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..formats.parts import Part
 
 COMMAND = "retro_import"  # blender -c retro_import
 RESULT = "\x1eretro-batch "  # marks the workers' result lines among Blender's own output
@@ -286,10 +296,50 @@ def plan(entries: list[Entry], applied: list[bool]) -> tuple[list[list[int]], li
     return jobs, orphans
 
 
-def weight(paths: list[str], paired_bytes: dict[str, int]) -> int:
-    """A job's work, as the bytes it reads: its files and those its model's import loads with it (the
-    batch starts the longest jobs first, so that the last to finish is short)."""
-    return sum(os.path.getsize(p) for p in paths) + paired_bytes.get(os.path.dirname(paths[0]), 0)
+# A job's seconds, estimated from what is cheap to know (measured on the corpus, one worker): a model's
+# import reads about BYTES_PER_SECOND of its files; each animation it may share out takes about
+# SECONDS_PER_ANIMATION more to build.
+BYTES_PER_SECOND = 400_000
+SECONDS_PER_ANIMATION = 0.15
+# The fewest such animations worth a part of its own: fewer do not repay the part's import of the model
+# and its join (about a second for SunshineMario.arc's 26 models).
+MIN_SHARED = 16
+
+
+def cost(paths: list[str], paired_bytes: dict[str, int], shared: int) -> float:
+    """A job's estimated seconds: from the bytes it reads (its files and those its model's import loads
+    with it) and the animations its import may share out between parts (``Importer.shared_animations``).
+    The batch starts the longest jobs first, so that the last to finish is short."""
+    read = sum(os.path.getsize(p) for p in paths) + paired_bytes.get(os.path.dirname(paths[0]), 0)
+    return read / BYTES_PER_SECOND + shared * SECONDS_PER_ANIMATION
+
+
+def split_counts(costs: list[float], shared: list[int], workers: int) -> list[int]:
+    """Into how many parts each job is split: a job estimated above the batch's total over the workers
+    would finish last however the others are spread, so it is split into as many parts as bring each
+    under that share, at most one per worker and each with MIN_SHARED animations to build; the others
+    stay whole (1)."""
+    fair = sum(costs) / workers
+    return [
+        max(1, min(workers, math.ceil(c / fair), n // MIN_SHARED)) if workers > 1 and c > fair else 1
+        for c, n in zip(costs, shared, strict=True)
+    ]
+
+
+def shared_animations(entry: Entry, options: dict[str, dict]) -> int:
+    """How many animations the import of a model file may share out between parts
+    (``Importer.shared_animations``; 0 when its family cannot split an import, or the file does not read)."""
+    from ..formats import options as described
+    from ..formats import registry
+    from ..formats.errors import RetroError
+
+    importer = next(f for f in registry.FAMILIES if f.name == entry.family).importer
+    if importer.shared_animations is None:
+        return 0
+    try:
+        return importer.shared_animations(entry.path, described.make(importer.options, options[entry.family]))
+    except (RetroError, OSError):
+        return 0  # the worker reports the file's error
 
 
 def blend_names(jobs: list[list[int]], entries: list[Entry], out_dir: str) -> list[str]:
@@ -336,21 +386,33 @@ def serve() -> None:
     import bpy
 
     from .. import register, unregister
+    from ..formats.parts import Part
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     register()
     try:
         for line in sys.stdin:
             job = json.loads(line)
-            results = run_job(bpy, job["paths"], job["families"], job["options"], job["blend"])
-            print(RESULT + json.dumps({"results": results, "cpu": time.process_time()}), flush=True)
+            reply = {}
+            if "join" in job:
+                join_parts(job["join"], job["blend"], job["attached"])
+            else:
+                part = Part(*job["part"]) if "part" in job else None
+                reply["results"] = run_job(
+                    bpy, job["paths"], job["families"], job["options"], job["blend"], part
+                )
+                if part is not None:
+                    reply["attached"] = attached()
+            print(RESULT + json.dumps({**reply, "cpu": time.process_time()}), flush=True)
     finally:
         unregister()  # the bpy 4.2 module crashes on exit while an add-on is registered
 
 
-def run_job(bpy, paths: list[str], families: list[str], options: dict, blend: str) -> list[dict]:
-    """Import ``paths`` (a model, then the files applied to it) into an empty scene; save it to
-    ``blend`` when anything was imported."""
+def run_job(
+    bpy, paths: list[str], families: list[str], options: dict, blend: str, part: Part | None = None
+) -> list[dict]:
+    """Import ``paths`` (a model, then the files applied to it; ``part``: that part of the model's import)
+    into an empty scene; save it to ``blend`` when anything was imported."""
     from ..formats import registry
     from ..formats.errors import RetroError
     from ..formats.options import make
@@ -363,7 +425,9 @@ def run_job(bpy, paths: list[str], families: list[str], options: dict, blend: st
         family = next(f for f in registry.FAMILIES if f.name == name)
         entry = Entry(path, family=name)
         try:
-            report = import_path(bpy.context, family, path, make(family.importer.options, options[name]))
+            report = import_path(
+                bpy.context, family, path, make(family.importer.options, options[name]), part=part
+            )
         except (RetroError, OSError) as e:
             entry.status, entry.error = "failed", str(e)
         except Exception as e:  # a defect: report it against this file and go on with the batch
@@ -392,7 +456,8 @@ class Pool:
         self.cpu: dict[int, float] = {}  # worker process → the CPU seconds it has used
 
     def run(self, jobs: list[dict], done) -> None:
-        """Every job through the workers; ``done(job, results)`` runs for each as it finishes."""
+        """Every job through the workers; ``done(job, reply)`` runs for each as it finishes (``reply``: the
+        worker's, None when it died) and may return a job for the same worker to do next."""
         self.done = done
         for job in jobs:
             self.jobs.put(job)
@@ -405,6 +470,7 @@ class Pool:
     def _start(self) -> subprocess.Popen:
         return subprocess.Popen(
             worker_command(),
+            env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -418,15 +484,16 @@ class Pool:
                 job = self.jobs.get_nowait()
             except queue.Empty:
                 break
-            process = process if process.poll() is None else self._start()
-            results = self._ask(process, job)
-            with self.lock:
-                self.done(job, results)
+            while job is not None:
+                process = process if process.poll() is None else self._start()
+                reply = self._ask(process, job)
+                with self.lock:
+                    job = self.done(job, reply)
         process.stdin.close()
         process.wait()
 
-    def _ask(self, process: subprocess.Popen, job: dict) -> list[dict] | None:
-        """The worker's results for one job; None when it died on the way."""
+    def _ask(self, process: subprocess.Popen, job: dict) -> dict | None:
+        """The worker's reply to one job; None when it died on the way."""
         try:
             process.stdin.write(json.dumps(job) + "\n")
             process.stdin.flush()
@@ -434,12 +501,130 @@ class Pool:
                 if line.startswith(RESULT):
                     reply = json.loads(line[len(RESULT) :])
                     self.cpu[process.pid] = reply["cpu"]
-                    return reply["results"]
+                    return reply
         except (OSError, ValueError):
             pass
         process.kill()
         process.wait()
         return None
+
+
+# -- joining the parts of a split import ----------------------------------------------------------
+
+
+def attached() -> dict:
+    """What ties the actions of the import in this worker's scene to its model, for ``join_parts``: per
+    owner (its kind of datablock, its name) its list of action groups (an import collection's record,
+    the ``props.ANIMATIONS`` of armature data, materials and objects), and the order the import made
+    each group's actions in: (its model's place among the import's, its place among the model's
+    animations)."""
+    import bpy
+
+    from .blender import props, records
+
+    imports = {c.name: n for n, c in enumerate(bpy.context.scene.collection.children)}
+    model = {("collections", name): n for name, n in imports.items()}  # owner → its import's place
+    for obj in bpy.data.objects:
+        record = props.import_record([obj])
+        n = imports.get(record.name, -1) if record is not None else -1
+        model["objects", obj.name] = n
+        model.update({("materials", m.name): n for m in getattr(obj.data, "materials", ()) if m})
+        if obj.type == "ARMATURE":
+            model["armatures", obj.data.name] = n
+    lists = [
+        ["collections", c.name, props.to_python(c[props.SCENE])["animations"]]
+        for c in bpy.data.collections
+        if props.SCENE in c
+    ]
+    for kind in ("armatures", "materials", "objects"):
+        lists += [
+            [kind, owner.name, props.to_python(owner[props.ANIMATIONS])]
+            for owner in getattr(bpy.data, kind)
+            if props.ANIMATIONS in owner
+        ]
+    known = {records.record_group(a): _record_index(a) for a in bpy.data.actions if records.is_primary(a)}
+    places = {}
+    for kind, name, groups in lists:
+        place = -1  # a group that made no action (nothing it animates was built): the place before it
+        for group in groups:
+            place = known.get(group, place)
+            places[group] = [model.get((kind, name), -1), place]
+    return {"lists": lists, "places": places}
+
+
+def _record_index(action) -> int:
+    """``AnimationRecord.index`` of an action the builder made, read alone as ``records.record_group`` reads
+    the group (``records.read_record`` decodes every channel too: a second for a part of SunshineMario.arc)."""
+    from ..formats import extras as codec
+    from .blender import props
+
+    return codec.decode(action[props.ANIMATION]["index"])
+
+
+def join_parts(parts: list[str], out: str, attached: list[dict]) -> None:
+    """The parts of a split import (formats/parts.py; ``attached()`` of each) as the unsplit import makes
+    it: the first part's file, the later parts' actions appended (the rest of their files is the same
+    model again), and every owner's list of action groups merged in the order of the groups' places.
+    Where a name was taken in another part, the actions sharing it are numbered (``.001``…) in the
+    order of their places, as Blender numbered them making them one after the other."""
+    import bpy
+
+    from .blender import props, records
+
+    bpy.ops.wm.open_mainfile(filepath=parts[0], load_ui=False)
+    places = {group: place for a in attached for group, place in a["places"].items()}
+
+    def order(action, number: int, name: str) -> tuple:
+        return *places.get(records.record_group(action), (-1, -1)), number, _numbered(name)[1]
+
+    made = {a.as_pointer(): order(a, 0, a.name) for a in bpy.data.actions}
+    taken = set()  # names a later part had too
+    for number, part in enumerate(parts[1:], 1):
+        with bpy.data.libraries.load(part, link=False) as (source, target):
+            names = list(source.actions)
+            target.actions = list(names)
+        for name, action in zip(names, target.actions, strict=True):
+            action.use_fake_user = True  # kept in the part by its fake user, which append drops
+            made[action.as_pointer()] = order(action, number, name)
+            if action.name != name:
+                taken.add(_numbered(name)[0])
+    for stem in taken:
+        sharing = [a for a in bpy.data.actions if _numbered(a.name)[0] == stem]
+        names = sorted((a.name for a in sharing), key=lambda n: _numbered(n)[1])
+        sharing.sort(key=lambda a: made[a.as_pointer()])
+        for i, action in enumerate(sharing):
+            action.name = f"{stem} (numbering {i})"  # out of the way of the names given next
+        for action, name in zip(sharing, names, strict=True):
+            action.name = name
+    lists: dict[tuple[str, str], list[str]] = {}
+    for a in attached:
+        for kind, name, groups in a["lists"]:
+            lists.setdefault((kind, name), []).extend(groups)
+    for (kind, name), groups in lists.items():
+        groups.sort(key=places.__getitem__)
+        owner = getattr(bpy.data, kind)[name]
+        if kind == "collections":
+            owner[props.SCENE] = {**props.to_python(owner[props.SCENE]), "animations": groups}
+        else:
+            owner[props.ANIMATIONS] = groups
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(out), compress=False)
+
+
+def _numbered(name: str) -> tuple[str, int]:
+    """A datablock name without the number Blender gives a name taken (``walk.002`` → ``walk``, 2)."""
+    found = re.fullmatch(r"(.*)\.(\d{3,})", name)
+    return (found.group(1), int(found.group(2))) if found else (name, 0)
+
+
+def merged_result(parts: list[dict]) -> dict:
+    """One file's result from its parts' (``Entry`` fields): the first part's, with the actions of all and
+    each warning and note once."""
+    first = parts[0]
+    counts = {**first["counts"], "actions": sum(p["counts"].get("actions", 0) for p in parts)}
+    warnings = list(dict.fromkeys(w for p in parts for w in p["warnings"]))
+    notes = list(dict.fromkeys(n for p in parts for n in p["notes"]))
+    return {**first, "counts": counts, "warnings": warnings, "notes": notes}
 
 
 # -- joining the workers' files for --out -----------------------------------------------------------
@@ -542,7 +727,7 @@ def main(argv: list[str]) -> int:
         )
         finished = [0]
 
-        def done(job: dict, results: list[dict] | None) -> None:
+        def report(job: dict, results: list[dict] | None) -> None:
             for i, result in zip(job["entries"], results or [None] * len(job["entries"]), strict=True):
                 if result is None:
                     entries[i].status, entries[i].error = "failed", "the worker process ended unexpectedly"
@@ -551,17 +736,68 @@ def main(argv: list[str]) -> int:
                 finished[0] += 1
                 print(f"[{finished[0]}/{len(todo)}] {entries[i].line()}", flush=True)
 
-        work = [
-            {
+        arrived: dict[int, list[tuple[dict, dict | None]]] = {}  # split job → its parts and their replies
+        joined: dict[int, list[dict]] = {}  # split job → its file's result, once its parts are joined
+
+        def done(job: dict, reply: dict | None) -> dict | None:
+            """Report a job's files; the last part of a split job in, the join of its parts to do next."""
+            if "join" in job:
+                report(job, joined[job["job"]] if reply is not None else None)
+                return None
+            if "part" not in job:
+                report(job, reply and reply["results"])
+                return None
+            parts = arrived.setdefault(job["job"], [])
+            parts.append((job, reply))
+            if len(parts) < job["part"][1]:
+                return None
+            parts.sort(key=lambda p: p[0]["part"][0])
+            replies = [r for _, r in parts]
+            failed = next((r for r in replies if r is None or r["results"][0]["status"] != "ok"), False)
+            if failed is not False:
+                report(job, failed and failed["results"])
+                return None
+            joined[job["job"]] = [
+                {**merged_result([r["results"][0] for r in replies]), "blend": job["final"]}
+            ]
+            return {
+                "join": [p["blend"] for p, _ in parts],
+                "attached": [r["attached"] for r in replies],
+                "blend": job["final"],
+                "job": job["job"],
+                "entries": job["entries"],
+            }
+
+        workers = len(pool.processes)
+        shared = [
+            shared_animations(entries[job[0]], options) if workers > 1 and len(job) == 1 else 0
+            for job in jobs
+        ]
+        costs = [
+            cost([entries[i].path for i in job], paired_bytes, n) for job, n in zip(jobs, shared, strict=True)
+        ]
+        work = []  # (estimated seconds, job)
+        for number, (job, blend, count) in enumerate(
+            zip(jobs, blends, split_counts(costs, shared, workers), strict=True)
+        ):
+            files = {
                 "entries": job,
                 "paths": [entries[i].path for i in job],
                 "families": [entries[i].family for i in job],
                 "options": options,
-                "blend": blend,
             }
-            for job, blend in zip(jobs, blends, strict=True)
-        ]
-        pool.run(sorted(work, key=lambda job: -weight(job["paths"], paired_bytes)), done)
+            if count == 1:
+                work.append((costs[number], {**files, "blend": blend}))
+                continue
+            for k in range(count):
+                part = {"part": [k, count], "job": number, "final": blend}
+                work.append(
+                    (
+                        costs[number] / count,
+                        {**files, **part, "blend": os.path.join(scratch, f"{number}-{k}.blend")},
+                    )
+                )
+        pool.run([job for _, job in sorted(work, key=lambda w: -w[0])], done)
         written = sorted({e.blend for e in entries if e.blend}, key=blends.index)
         if args.out and written:
             join_blends(written, args.out)

@@ -41,6 +41,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper, orientation_helper
 from ..formats import registry
 from ..formats.errors import ExportError, FormatError, RetroError
 from ..formats.options import AXIS_FIELDS, TRANSFORM, describe, make
+from ..formats.parts import Part
 from .batch import counts_text
 
 # Datablock collections an import may add to (rolled back together on failure) and whose existing
@@ -268,8 +269,17 @@ def blender_side(family: registry.Family):
     return importlib.import_module(f"{__package__}.{family.name}")
 
 
-def import_path(context, family: registry.Family, path: str, options, progress: Progress | None = None):
-    """Import one file with the family's importer; nothing is left of it when it fails."""
+def import_path(
+    context,
+    family: registry.Family,
+    path: str,
+    options,
+    progress: Progress | None = None,
+    part: Part | None = None,
+):
+    """Import one file with the family's importer; nothing is left of it when it fails. ``part``: one part
+    of an import split for the batch's workers (formats/parts.py): the models whole, only that part's
+    animations."""
     from .blender.build import build_scene
     from .blender.objects import scale_top_level
 
@@ -281,7 +291,7 @@ def import_path(context, family: registry.Family, path: str, options, progress: 
         if progress:
             progress.status(f"Importing {os.path.basename(path)}")
         try:
-            loaded = importer.load(path, options)
+            loaded = importer.load(path, options, **({"part": part} if importer.shared_animations else {}))
         except FormatError as e:
             raise _wrong_kind(family, path, e) or e from e
         if progress:
@@ -299,7 +309,7 @@ def import_path(context, family: registry.Family, path: str, options, progress: 
             else:
                 name = scene.name if isinstance(loaded, list) else os.path.splitext(os.path.basename(path))[0]
                 result = build_scene(
-                    scene, context, collection_name=name, progress=progress and progress.fraction
+                    scene, context, collection_name=name, progress=progress and progress.fraction, part=part
                 )
                 finish = getattr(blender_side(family), "after_build", None)
                 if finish:

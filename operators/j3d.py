@@ -209,14 +209,18 @@ def _replace_materials(context, scene: Scene, materials, by_name):
     return result, [note]
 
 
-def _add_animation(context, scene: Scene, armature, materials, set_frame_range: bool, objects=()):
+def _add_animation(
+    context, scene: Scene, armature, materials, set_frame_range: bool, objects=(), place: int | None = None
+):
     """The animation's actions on the armature, the materials or the objects, looping as the file
-    says; and notes."""
+    says; and notes. ``place``: its place among the import's animations (``build.add_animations``)."""
     from .blender import compat
     from .blender.build import add_animations
 
     animation = scene.animations[0]
-    result = add_animations(scene, context, armature, materials, objects, set_frame_rate=set_frame_range)
+    result = add_animations(
+        scene, context, armature, materials, objects, set_frame_rate=set_frame_range, place=place
+    )
     if animation.extras.get("loop_mode") == convert.LOOP_MIRROR:
         for action in result.actions:
             for fcurve in compat.action_fcurves(action):

@@ -97,7 +97,7 @@ def _apply_paired(scene, result) -> list[str]:
     }
     first = None
     shapes = {props.scene_name(o): o for o in result.objects}
-    for animation_scene in paired:
+    for place, animation_scene in zip(scene.paired_places, paired, strict=True):
         animation = animation_scene.animations[0]
         kind = convert.animation_kind(animation)
         materials, objects = [], []
@@ -111,7 +111,7 @@ def _apply_paired(scene, result) -> list[str]:
             animation.channels = [c for c in animation.channels if c.target in by_name]
         on_armature = not materials and not objects
         added, _ = j3d._add_animation(
-            context, animation_scene, armature if on_armature else None, materials, False, objects
+            context, animation_scene, armature if on_armature else None, materials, False, objects, place
         )
         if convert.animation_kind(animation) == "btp":  # the images it shows, as the J3D import picks them
             used = {i: images[i] for i in files.pattern_indices(animation_scene) if i in images}

@@ -24,6 +24,7 @@ from ..archives.layout import member_name
 from ..errors import ExportError, FormatError
 from ..files import files_in, read_bytes, write_files
 from ..options import Included, Panel, option, oriented
+from ..parts import Part
 from ..scene import Image, Scene
 from . import (
     apply,
@@ -254,26 +255,50 @@ class ModelImportOptions(ModelOrientation):
 @dataclass
 class ModelScene(Scene):
     """A model's Scene and the scenes of the animation files that belong to it (a BCK's joints still by
-    index), which operators/j3d_model.py applies to the built model the way the J3D import applies them."""
+    index), which operators/j3d_model.py applies to the built model the way the J3D import applies them,
+    each at its place among the model's animations (``paired_places``)."""
 
     paired: list[Scene] = field(default_factory=list)
+    paired_places: list[int] = field(default_factory=list)
 
 
 def load_model(
-    path: str, options: ModelImportOptions, read: Callable[[str], bytes] = read_bytes
+    path: str,
+    options: ModelImportOptions,
+    read: Callable[[str], bytes] = read_bytes,
+    part: Part | None = None,
 ) -> Scene | list[Scene]:
     """A BMD/BDL model (compressed or not) with its animations: one skeleton, a mesh per shape, its
     materials and textures. An archive (RARC, U8, compressed or not) gives a list: its models, or the
-    one ``options.model`` names."""
+    one ``options.model`` names. ``part``: each model with only the animations that part of a split
+    import builds (``formats.parts``; BCKs and BCAs are shared out), the others not read."""
     data = read(path)
     if archives.is_archive(data):
-        return _archive_models(archives.read_archive(data, path), path, options)
+        return _archive_models(archives.read_archive(data, path), path, options, part)
     name = os.path.splitext(os.path.basename(path))[0]
     scene = _model_scene(archives.unwrap(data, path), path, name, options)
     if options.import_animations and os.path.isdir(os.path.dirname(path) or "."):
         found = _folder_animations(os.path.dirname(path) or ".")
-        scene.paired = _fitting(scene, [(p, lambda p=p: read_bytes(p), "") for p in found])
+        _pair(scene, [(p, lambda p=p: read_bytes(p), "") for p in found], part)
     return scene
+
+
+def shared_animations(path: str, options: ModelImportOptions) -> int:
+    """How many BCKs and BCAs the import of ``path`` may load with its models, by their names (cheap):
+    those beside a model file (``_folder_animations``), or an archive's in its models' and animation
+    folders. The batch splits an import of many (``formats.parts``)."""
+    if not options.import_animations:
+        return 0
+    data = read_bytes(path)
+    if not archives.is_archive(data):
+        found = _folder_animations(os.path.dirname(path) or ".")
+        return sum(os.path.splitext(p)[1].lower()[1:] in JOINT_KINDS for p in found)
+    members = list(archives.read_archive(data, path).members())
+    folders = {os.path.dirname(m.path).lower() for m in _model_members(members, path)}
+    return sum(
+        os.path.splitext(m.path)[1].lower()[1:] in JOINT_KINDS and _in_animation_folder(m.path, folders)
+        for m in members
+    )
 
 
 def _model_scene(data: bytes, filename: str, name: str, options: ModelImportOptions) -> ModelScene:
@@ -298,7 +323,7 @@ def _folder_animations(folder: str) -> list[str]:
     return [p for f in folders for n, p in sorted(files_in(f).items()) if os.path.splitext(n)[1] in READERS]
 
 
-def _archive_models(archive, path: str, options: ModelImportOptions) -> list[Scene]:
+def _archive_models(archive, path: str, options: ModelImportOptions, part: Part | None) -> list[Scene]:
     members = list(archive.members())
     models = _model_members(members, path)
     wanted = options.model.replace("\\", "/").strip("/").lower()
@@ -318,21 +343,22 @@ def _archive_models(archive, path: str, options: ModelImportOptions) -> list[Sce
         scene = _model_scene(archives.unwrap(member.data, filename), filename, name, options)
         scene.extras[ARCHIVE_MEMBER] = member.path
         if options.import_animations:
-            folder = os.path.dirname(member.path).lower()
+            folder = {os.path.dirname(member.path).lower()}
             found = [
                 m
                 for m in members
-                if os.path.splitext(m.path)[1].lower() in READERS
-                and (
-                    os.path.dirname(m.path).lower() == folder
-                    or os.path.dirname(m.path).lower().rpartition("/")[2] in ANIMATION_FOLDERS
-                )
+                if os.path.splitext(m.path)[1].lower() in READERS and _in_animation_folder(m.path, folder)
             ]
-            scene.paired = _fitting(
-                scene, [(member_name(path, m.path), lambda m=m: m.data, m.path) for m in found]
-            )
+            _pair(scene, [(member_name(path, m.path), lambda m=m: m.data, m.path) for m in found], part)
         scenes.append(scene)
     return scenes
+
+
+def _in_animation_folder(member: str, model_folders: set[str]) -> bool:
+    """Whether an archive member lies where a model's animations do: a folder of the models, or one
+    named for animations (``ANIMATION_FOLDERS``)."""
+    folder = os.path.dirname(member).lower()
+    return folder in model_folders or folder.rpartition("/")[2] in ANIMATION_FOLDERS
 
 
 def _model_members(members: list, path: str) -> list:
@@ -352,18 +378,21 @@ def archive_models(path: str, read: Callable[[str], bytes] = read_bytes) -> list
     return [m.path for m in _model_members(list(archives.read_archive(data, path).members()), path)]
 
 
-def _fitting(scene: Scene, candidates: list[tuple[str, Callable[[], bytes], str]]) -> list[Scene]:
-    """The animations of ``candidates`` (file name, its bytes, its archive member path or "") made for
-    the model: a BCK or BCA with its joint count, a BVA with its shape count, the others animating at
-    least one of its materials (the import reads no cluster data to fit a BLA or BLK to). A damaged
-    file raises its FormatError."""
+def _pair(
+    scene: ModelScene, candidates: list[tuple[str, Callable[[], bytes], str]], part: Part | None
+) -> None:
+    """Load into ``scene.paired`` the animations of ``candidates`` (file name, its bytes, its archive
+    member path or "") made for the model: a BCK or BCA with its joint count, a BVA with its shape
+    count, the others animating at least one of its materials (the import reads no cluster data to fit
+    a BLA or BLK to). An animation's place is its candidate's among those that passed the header check,
+    so that a part (only its animations read) places them as the whole import does. A damaged file
+    raises its FormatError."""
     counts = {
         ".bck": (bck.JOINT_COUNT_OFFSET, len(scene.skeletons[0].bone_names)),
         ".bca": (bca.JOINT_COUNT_OFFSET, len(scene.skeletons[0].bone_names)),
         ".bva": (bva.SHAPE_COUNT_OFFSET, len(scene.meshes)),
     }
-    materials = {m.name for m in scene.materials}
-    fitting = []
+    checked = []  # (file name, its bytes, member, extension), made for the model as far as its header says
     for filename, data, member in candidates:
         extension = os.path.splitext(filename)[1].lower()
         if extension not in PAIRED_EXTENSIONS:
@@ -373,12 +402,19 @@ def _fitting(scene: Scene, candidates: list[tuple[str, Callable[[], bytes], str]
             at, count = counts[extension]
             if len(raw) >= at + 2 and int.from_bytes(raw[at : at + 2], "big") != count:
                 continue  # another model's (a damaged one is left to the reader below)
+        checked.append((filename, raw, member, extension))
+    built = range(len(checked))
+    if part is not None:
+        built = part.built([extension[1:] in JOINT_KINDS for *_, extension in checked])
+    materials = {m.name for m in scene.materials}
+    for place in built:
+        filename, raw, member, extension = checked[place]
         loaded = load_animation(raw, filename)
         if member:
             loaded.animations[0].extras[ARCHIVE_MEMBER] = member
         if extension in counts or any(c.target in materials for a in loaded.animations for c in a.channels):
-            fitting.append(loaded)
-    return fitting
+            scene.paired.append(loaded)
+            scene.paired_places.append(place)
 
 
 IMAGE_FORMATS = (

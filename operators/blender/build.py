@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import bpy
 
+from ...formats.parts import Part
 from ...formats.scene import Material, Scene, validate
 from . import props
 from .animation import build_animation, set_scene_frame_rate
@@ -70,12 +71,15 @@ def build_scene(
     progress: Callable[[float], None] | None = None,
     set_frame_rate: bool = True,
     animatable_mapping: bool = False,
+    part: Part | None = None,
 ) -> BuildResult:
     """Create the Scene's images, materials, armatures, meshes and actions in ``context.scene``.
 
     ``set_frame_rate`` sets the scene's frame rate and range from the first
     animation; ``animatable_mapping`` gives every texture slot a Mapping node
-    (else only slots with a transform or a texture animation get one).
+    (else only slots with a transform or a texture animation get one); ``part``: only the
+    animations that part builds (``formats.parts``: those animating bones alone are shared out),
+    each at its place among all.
     """
     validate(scene)
     report = progress or (lambda fraction: None)
@@ -107,21 +111,24 @@ def build_scene(
     report(0.2)
     _build_meshes(context, scene, collection, result, lambda done: report(0.2 + 0.5 * done))
     rigs = [rig(a, s, m) for a, s, m in zip(result.armatures, scene.skeletons, maps, strict=True)]
-    groups = []
-    for i, animation in enumerate(scene.animations):
-        groups.append(build_animation(scene, animation, i, rigs, result, assign=i == 0))
-        report(0.7 + 0.3 * (i + 1) / len(scene.animations))
+    built = range(len(scene.animations))
+    if part is not None:
+        built = part.built([all(c.target_kind == "bone" for c in a.channels) for a in scene.animations])
+    groups = {}  # place among the animations → its action group
+    for done, i in enumerate(built):
+        groups[i] = build_animation(scene, scene.animations[i], i, rigs, result, assign=i == 0)
+        report(0.7 + 0.3 * (done + 1) / len(built))
     if scene.source:
         collection[props.SOURCE_FILE] = scene.source
     collection[props.SCENE] = {
         "name": scene.name,
         "materials": [m.name for m in result.materials],
         "images": [i.name for i in result.images],
-        "animations": groups,
+        "animations": list(groups.values()),
     }
     for i, armature in enumerate(result.armatures):
         armature.data[props.ANIMATIONS] = [
-            g for g, a in zip(groups, scene.animations, strict=True) if (a.skeleton or 0) == i
+            g for place, g in groups.items() if (scene.animations[place].skeleton or 0) == i
         ]
     if set_frame_rate and scene.animations:
         set_scene_frame_rate(context.scene, scene.animations[0])
@@ -184,7 +191,14 @@ def replace_animations(scene: Scene, armature_obj) -> BuildResult:
 
 
 def add_animations(
-    scene: Scene, context, armature_obj=None, materials=(), objects=(), *, set_frame_rate: bool = True
+    scene: Scene,
+    context,
+    armature_obj=None,
+    materials=(),
+    objects=(),
+    *,
+    set_frame_rate: bool = True,
+    place: int | None = None,
 ) -> BuildResult:
     """Build the Scene's animations onto existing Blender data, after the animations it already has.
 
@@ -194,6 +208,7 @@ def add_animations(
     ``materials`` whose Scene name (``props.scene_name``) they give; object (``hide``) and shape-key
     channels, those of ``objects`` their Scene name gives. The new actions are recorded
     for export and the first is assigned; ``set_frame_rate``: the frame rate and range follow it.
+    ``place``: the first animation's place among the import's (default: after the armature's).
     """
     validate(scene)
     armature_objs = [armature_obj] if armature_obj is not None else []
@@ -213,8 +228,9 @@ def add_animations(
         rig(a, s, m, blender_names=True)
         for a, s, m in zip(armature_objs, scene.skeletons, maps, strict=False)
     ]
+    first = len(old_groups) if place is None else place
     groups = [
-        build_animation(scene, animation, len(old_groups) + i, rigs, result, i == 0)
+        build_animation(scene, animation, first + i, rigs, result, i == 0)
         for i, animation in enumerate(scene.animations)
     ]
     if armature_obj is not None:

@@ -1,6 +1,7 @@
 """The batch import (operators/batch.py): from a source checkout (tools/batch_import.py) and as the
 command the installed extension registers, on a mixed folder with two worker processes."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -292,7 +293,7 @@ def blend_summary(path: Path) -> dict:
 
 def test_archives_give_one_blend_each_the_same_with_one_worker_or_two(addon, tmp_path):
     """An archive's models import in one job (a collection each, as File > Import makes them), the job
-    reading the most bytes first; an archive of no model found in a folder is skipped."""
+    estimated the longest (the most bytes) first; an archive of no model found in a folder is skipped."""
     folder = archive_folder(tmp_path)
     outputs, printed = {}, {}
     for jobs in ("1", "2"):
@@ -341,3 +342,260 @@ def test_an_archive_named_on_the_command_line_with_no_model_fails(addon, tmp_pat
     assert f"FAILED {folder / 'nomodel.arc'}: an archive that holds no model" in done.stdout
     assert "0 imported, 1 failed, 0 skipped" in done.stdout and "no .blend written" in done.stdout
     assert not (tmp_path / "out").exists()
+
+
+# -- an import split into parts -------------------------------------------------------------------
+
+JOINTS = ["root", "arm", "hand"]  # the generated model's
+
+
+def _bck(name: str, seed: int) -> bytes:
+    """A BCK for the generated model, written by the project's writer: every component keyed."""
+    import numpy as np
+    from retro_models.formats.j3d import bck
+    from retro_models.formats.j3d import convert as j3d_convert
+    from retro_models.formats.scene import Animation, Channel, Scene
+
+    rng = np.random.default_rng(seed)
+    channels = [
+        Channel(
+            "bone", joint, path, np.array([0.0, 5.0, 10.0]), rng.normal(0.0, 0.3, (3, 1)) + (path == "scale")
+        )
+        for joint in JOINTS
+        for path in ("scale", "rotation_euler", "location")
+        for _ in range(3)
+    ]
+    for i, channel in enumerate(channels):
+        channel.index = i % 3
+    animation = Animation(name, channels, frame_end=10.0, extras={"j3d_type": "bck"})
+    return bck.write(j3d_convert.from_scene(Scene(animations=[animation]), joint_names=JOINTS))
+
+
+def _bpk(material: str) -> bytes:
+    """A BPK keying the material colour of ``material``."""
+    import numpy as np
+    from retro_models.formats.j3d import bpk
+    from retro_models.formats.j3d import convert as j3d_convert
+    from retro_models.formats.scene import Animation, Channel, Scene
+
+    channels = [
+        Channel(
+            "material", material, "color.material", np.array([0.0, 8.0]), np.array([[0.2], [0.9]]), index=i
+        )
+        for i in range(4)
+    ]
+    animation = Animation("glow", channels, frame_end=8.0, extras={"j3d_type": "bpk"})
+    return bpk.write(j3d_convert.from_scene(Scene(animations=[animation])))
+
+
+def model_with_animations(folder: Path) -> Path:
+    """The generated model with eleven BCKs beside it and a BPK (a material animation, built by part 0
+    only) named ``walk`` as the last BCK is, so that a join numbers the two names as the import does."""
+    from j3d_model_fixtures import generated_bytes
+
+    folder.mkdir()
+    path = folder / "generated.bmd"
+    path.write_bytes(generated_bytes())
+    for n in range(10):
+        (folder / f"b{n:02}.bck").write_bytes(_bck(f"b{n:02}", n))
+    (folder / "walk.bck").write_bytes(_bck("walk", 10))
+    (folder / "walk.bpk").write_bytes(_bpk("skin"))
+    return path
+
+
+def _same(a, b) -> bool:
+    """Deep equality of records (dataclasses, lists, dicts, numpy arrays bit for bit)."""
+    import numpy as np
+
+    if dataclasses.is_dataclass(a):
+        return type(a) is type(b) and all(
+            _same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
+        )
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.shape == b.shape and a.tobytes() == b.tobytes()
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+def imported(export) -> dict:
+    """What an import left in the open file, its random action groups named by their first action: every
+    action (name, record, fake user), the lists tying them to the model, what each armature and material
+    plays, the pose bones' rotation modes; and ``export(armature, actions)``'s bytes of each armature
+    (``actions``: the names of its animations' first actions)."""
+    from retro_models.operators.blender.records import read_record
+
+    records = {a.name: read_record(a) for a in bpy.data.actions}
+    named = {r.group: name for name, r in records.items() if r.primary}
+    for record in records.values():
+        record.group = named[record.group]
+    armatures = [o for o in bpy.data.objects if o.type == "ARMATURE"]
+    return {
+        "actions": [(name, records[name], bpy.data.actions[name].use_fake_user) for name in sorted(records)],
+        "lists": sorted(
+            (kind, owner.name, [named[g] for g in props.to_python(owner[props.ANIMATIONS])])
+            for kind in ("armatures", "materials", "objects")
+            for owner in getattr(bpy.data, kind)
+            if props.ANIMATIONS in owner
+        ),
+        "scenes": sorted(
+            (c.name, [named[g] for g in props.to_python(c[props.SCENE])["animations"]])
+            for c in bpy.data.collections
+            if props.SCENE in c
+        ),
+        "playing": sorted(
+            (owner.name, owner.animation_data.action.name)
+            for owner in [*armatures, *(m.node_tree for m in bpy.data.materials)]
+            if owner.animation_data and owner.animation_data.action
+        ),
+        "rotation modes": sorted((o.name, [b.rotation_mode for b in o.pose.bones]) for o in armatures),
+        "exports": {
+            armature.name: export(
+                armature, [named[g] for g in props.to_python(armature.data.get(props.ANIMATIONS, []))]
+            )
+            for armature in armatures
+        },
+    }
+
+
+def assert_same_import(split: dict, whole: dict) -> None:
+    assert [a[0] for a in split["actions"]] == [a[0] for a in whole["actions"]]
+    for (name, record, fake), (_, expected, expected_fake) in zip(
+        split["actions"], whole["actions"], strict=True
+    ):
+        assert fake and expected_fake, name
+        assert _same(record, expected), name
+    for key in ("lists", "scenes", "playing", "rotation modes", "exports"):
+        assert split[key] == whole[key], key
+
+
+def j3d_exports(folder: Path, pick=lambda actions: actions):
+    """``imported``'s export for J3D models: the model, and each joint animation (of those ``pick`` keeps)
+    as a BCK."""
+    import retro_models
+    from j3d_model_support import select
+    from retro_models.operators.blender import compat
+
+    def export(armature, actions) -> dict[str, bytes]:
+        select(armature)
+        folder.mkdir(exist_ok=True)
+        retro_models.export_file(bpy.context, str(folder / "model.bmd"), family="j3d_model")
+        written = {"model": (folder / "model.bmd").read_bytes()}
+        for name in pick(actions):
+            action = bpy.data.actions[name]
+            compat.assign_action(armature, action, compat.action_slot(action))
+            retro_models.export_file(bpy.context, str(folder / "animation.bck"))
+            written[name] = (folder / "animation.bck").read_bytes()
+        return written
+
+    return export
+
+
+def split_and_join(path: Path, family: str, count: int, folder: Path) -> list[int]:
+    """The import of ``path`` in ``count`` parts, each as a batch worker builds it, joined (left open);
+    the actions each part made."""
+    from retro_models.formats.parts import Part
+
+    folder.mkdir()
+    parts = [str(folder / f"{k}.blend") for k in range(count)]
+    attached, made = [], []
+    for k, blend in enumerate(parts):
+        (result,) = batch.run_job(bpy, [str(path)], [family], batch.family_options([]), blend, Part(k, count))
+        assert result["status"] == "ok", result
+        attached.append(batch.attached())
+        made.append(result["counts"]["actions"])
+    batch.join_parts(parts, str(folder / "joined.blend"), attached)
+    return made
+
+
+def test_a_split_import_joined_is_the_unsplit_import(addon, tmp_path):
+    """Parts of a model's import (formats/parts.py: the BCKs shared out, the BPK in part 0), each built as
+    a worker builds it and joined: the same actions, records, lists, playing actions and exported bytes
+    as the import in one piece; ``walk`` numbered as the import numbers it."""
+    import retro_models
+
+    path = model_with_animations(tmp_path / "model")
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    retro_models.import_file(bpy.context, str(path))
+    whole = imported(j3d_exports(tmp_path / "whole"))
+    assert [n for n, *_ in whole["actions"]][-2:] == ["walk", "walk.001"]  # the BCK, then the BPK
+    assert len(whole["exports"]["generated"]) == 12 and "walk" in whole["exports"]["generated"]
+    for count, made in ((2, [6 + 1, 5]), (3, [4 + 1, 4, 3])):
+        assert split_and_join(path, "j3d_model", count, tmp_path / f"parts{count}") == made
+        assert_same_import(imported(j3d_exports(tmp_path / f"split{count}")), whole)
+
+
+def test_the_builder_splits_any_familys_animations(addon, tmp_path):
+    """``build_scene`` with a part (a family that loads its animations whole: JPOG's demo, two bone
+    animations) builds that part's share at its place; joined, the import in one piece, and its export
+    the files imported."""
+    import retro_models
+
+    for name, data in demo_files().items():
+        (tmp_path / name).write_bytes(data)
+
+    exports = iter(range(9))
+
+    def export(armature, actions) -> dict[str, bytes]:
+        from j3d_model_support import select
+
+        select(armature)
+        out = tmp_path / f"out{next(exports)}"
+        out.mkdir()
+        report = retro_models.export_file(bpy.context, str(out / "demo.tmd"), family="toshi")
+        return {os.path.basename(p): Path(p).read_bytes() for p in report.paths}
+
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    retro_models.import_file(bpy.context, str(tmp_path / "demo.tmd"))
+    whole = imported(export)
+    assert len(whole["scenes"][0][1]) == 2
+    assert whole["exports"]["demo"] == {n: (tmp_path / n).read_bytes() for n in whole["exports"]["demo"]}
+    assert split_and_join(tmp_path / "demo.tmd", "toshi", 2, tmp_path / "parts") == [1, 1]
+    assert_same_import(imported(export), whole)
+
+
+@pytest.mark.corpus
+def test_sunshine_mario_split_between_two_workers_is_the_unsplit_import(addon, tmp_path):
+    """SunshineMario.arc (26 models, ma_mdl1 with 223 BCKs) with -j 2: split in two parts, joined into the
+    file the import in one piece makes (every model exported, with its first and last animation)."""
+    import retro_models
+    from support import corpus_file
+
+    path = corpus_file("j3d-models/SunshineMario.arc")
+    summary = tmp_path / "summary.json"
+    done = run(path, "--out-dir", tmp_path / "out", "-j", "2", "--json", summary)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [line.split(" ok ")[0] for line in done.stdout.splitlines() if line.startswith("[")] == ["[1/1]"]
+    report = json.loads(summary.read_text())
+    assert report["files"][0]["counts"]["actions"] == 296
+    assert min(report["worker_cpu_seconds"]) > 5  # both workers built animations
+    pick = lambda actions: actions[:1] + actions[-1:]  # noqa: E731
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "out" / "SunshineMario.blend"), load_ui=False)
+    split = imported(j3d_exports(tmp_path / "split", pick))
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    retro_models.import_file(bpy.context, str(path))
+    assert_same_import(split, imported(j3d_exports(tmp_path / "whole", pick)))
+
+
+def test_a_job_far_longer_than_the_others_is_split_between_the_workers():
+    """``split_counts``: a job above the batch's total over the workers is split into as many parts as bring
+    each under it (one per worker at most, MIN_SHARED animations each); the others stay whole."""
+    assert batch.split_counts([40.0, 3.0, 2.0], [237, 2, 0], 2) == [2, 1, 1]
+    assert batch.split_counts([40.0, 3.0, 2.0], [237, 2, 0], 1) == [1, 1, 1]  # one worker: nothing to gain
+    assert batch.split_counts([40.0, 3.0, 2.0], [237, 2, 0], 8) == [8, 1, 1]  # 40 / 8 under 45 / 8
+    assert batch.split_counts([40.0, 3.0], [20, 0], 4) == [1, 1]  # too few animations for two parts
+    assert batch.split_counts([20.0, 20.0], [200, 200], 2) == [1, 1]  # balanced already
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads a process's environment in /proc")
+def test_workers_run_numpy_with_one_blas_thread():
+    """More BLAS threads per worker only take CPU from the other workers (22 s of system time on
+    SunshineMario.arc)."""
+    pool = batch.Pool(1)
+    try:
+        environment = Path(f"/proc/{pool.processes[0].pid}/environ").read_bytes().split(b"\0")
+    finally:
+        pool.run([], lambda job, reply: None)  # no jobs: the worker is told to stop, and waited for
+    assert b"OPENBLAS_NUM_THREADS=1" in environment and b"OMP_NUM_THREADS=1" in environment
