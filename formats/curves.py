@@ -22,7 +22,7 @@ of all components share their frames.
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -125,8 +125,13 @@ class BoneMaps:
         }
 
     def basis_rotation(self, rotations: np.ndarray) -> np.ndarray:
-        """(K, 3, 3) parent-relative rotations → pose-basis rotations."""
-        return self.display.T @ self.rest_rotation.T @ rotations @ self.display
+        """(K, 3, 3) parent-relative rotations → pose-basis rotations, ``Cᵀ R₀ᵀ M C``.
+
+        Each product of all K at once as one (3K, 3) @ (3, 3) (a stack of K 3×3 products costs a
+        call into BLAS per matrix); Mᵀ (Cᵀ R₀ᵀ)ᵀ is (Cᵀ R₀ᵀ M)ᵀ."""
+        left = self.display.T @ self.rest_rotation.T
+        turned = (np.swapaxes(rotations, 1, 2).reshape(-1, 3) @ left.T).reshape(-1, 3, 3)
+        return (np.swapaxes(turned, 1, 2).reshape(-1, 3) @ self.display).reshape(-1, 3, 3)
 
     def relative_rotation(self, basis: np.ndarray) -> np.ndarray:
         """(K, 3, 3) pose-basis rotations → parent-relative rotations."""
@@ -145,7 +150,17 @@ def scaled_permutations(a: np.ndarray) -> list[np.ndarray | None]:
 
 def scaled_permutation(a: np.ndarray) -> np.ndarray | None:
     """Source component of each output component when ``a`` only permutes and scales, else None."""
-    return scaled_permutations(a[None])[0]
+    a = np.asarray(a, np.float64)
+    return _scaled_permutation(a.tobytes(), a.shape)
+
+
+@lru_cache(maxsize=4096)
+def _scaled_permutation(data: bytes, shape: tuple) -> np.ndarray | None:
+    """``scaled_permutation`` of a matrix by its bytes: a skeleton's few maps come back for every key set."""
+    source = scaled_permutations(np.frombuffer(data).reshape((1,) + shape))[0]
+    if source is not None:
+        source.flags.writeable = False  # shared by every caller
+    return source
 
 
 def map_keys(values, handles_left, handles_right, interpolation, a, b):
@@ -159,13 +174,18 @@ def map_keys(values, handles_left, handles_right, interpolation, a, b):
         if source is not None:
             mapped = handles[:, source, :].copy()
             mapped[..., 1] = mapped[..., 1] * a[np.arange(len(source)), source] + b
-        elif np.allclose(handles[..., 0], handles[:, :1, 0], atol=0):
+        elif _close(handles[..., 0], handles[:, :1, 0]):
             mapped = handles.copy()
             mapped[..., 1] = handles[..., 1] @ a.T + b
         else:
             return None
         out.append(mapped)
     return new_values, out[0], out[1]
+
+
+def _close(x: np.ndarray, y: np.ndarray) -> bool:
+    """``np.allclose(x, y, atol=0)`` (relative 1e-5) without its general cost."""
+    return bool(np.all((x == y) | (np.abs(x - y) <= 1e-5 * np.abs(y))))
 
 
 def continuity_signs(quats: np.ndarray) -> np.ndarray:
@@ -279,26 +299,34 @@ def unslerp_keys(times, quats, added):
 
 def _correct_handles(p0, p1, p2, p3):
     """Handles no longer in frames than their segment, as Blender shortens them before evaluating."""
-    span = (p3[..., 0] - p0[..., 0])[..., None]
-    out = []
-    for key, handle in ((p0, p1), (p3, p2)):
-        delta = key - handle
-        length = np.abs(delta[..., :1])
-        fac = np.where(length > span, span / np.where(length > 0, length, 1.0), 1.0)
-        out.append(key - fac * delta)
-    return out
+    span = p3[..., 0] - p0[..., 0]
+    return [
+        np.stack(_corrected(key[..., 0], key[..., 1], handle[..., 0], handle[..., 1], span), axis=-1)
+        for key, handle in ((p0, p1), (p3, p2))
+    ]
+
+
+def _corrected(key_x, key_y, handle_x, handle_y, span):
+    """``_correct_handles`` of one handle by frame and value columns: (frames, values)."""
+    delta_x, delta_y = key_x - handle_x, key_y - handle_y
+    length = np.abs(delta_x)
+    longer = length > span
+    if not longer.any():  # the common case, without the factor of 1
+        return key_x - delta_x, key_y - delta_y
+    fac = np.where(longer, span / np.where(length > 0, length, 1.0), 1.0)
+    return key_x - fac * delta_x, key_y - fac * delta_y
 
 
 def _first_crossing(x0, x1, x2, x3, target):
     """The smallest t in [0, 1] where the Bézier frame curve reaches ``target`` (it may turn back)."""
     span = x3 - x0
     # Handles a third of the way along (Hermite keys, bakes): the frame is linear in t.
-    even = (np.abs(x1 - x0 - span / 3) <= 1e-9 * np.abs(span)) & (
-        np.abs(x3 - x2 - span / 3) <= 1e-9 * np.abs(span)
-    )
+    third, tolerance = span / 3, 1e-9 * np.abs(span)
+    even = (np.abs(x1 - x0 - third) <= tolerance) & (np.abs(x3 - x2 - third) <= tolerance)
     linear = np.clip((target - x0) / np.where(span > 0, span, 1.0), 0.0, 1.0)
     if even.all():
         return linear
+    x0, x1, x2, x3, target, linear = (a.copy() for a in np.broadcast_arrays(x0, x1, x2, x3, target, linear))
     linear[~even] = _solved_crossing(x0[~even], x1[~even], x2[~even], x3[~even], target[~even])
     return linear
 
@@ -486,12 +514,14 @@ def _sample_kind(kind: str, group: list) -> np.ndarray:
     frames = np.concatenate([g[4] for g in group])
     starts = np.cumsum([0] + [len(g[1]) for g in group])[:-1]
     counts = [len(g[4]) for g in group]
-    # Per frame: the last key at or before it (in the concatenation), and the first key not before it.
-    after = np.concatenate([np.searchsorted(g[1], g[4], side="right") for g in group]).astype(np.int64)
-    not_before = np.concatenate([np.searchsorted(g[1], g[4]) for g in group]).astype(np.int64)
+    # Per frame: the keys of its curve at or before it (the last of them, in the concatenation: start +
+    # after − 1), and whether that key is at the frame itself.
+    after = np.empty(len(frames), np.int64)
+    for g, at in zip(group, np.cumsum([0] + counts)[:-1], strict=True):
+        after[at : at + len(g[4])] = np.searchsorted(g[1], g[4], side="right")
     start = np.repeat(starts, counts)
     end = start + np.repeat([len(g[1]) for g in group], counts) - 1  # each curve's last key
-    exact = times[np.minimum(start + not_before, end)] == frames  # the keys are in frame order
+    exact = (after > 0) & (times[np.clip(start + after - 1, start, end)] == frames)
     seg = np.clip(start + after - 1, start, end - 1)
     x0, x1 = times[seg], times[seg + 1]
     y0, y1 = values[seg], values[seg + 1]
@@ -504,21 +534,22 @@ def _sample_kind(kind: str, group: list) -> np.ndarray:
     else:
         handles_left = np.concatenate([np.asarray(g[3][0], np.float64) for g in group])
         handles_right = np.concatenate([np.asarray(g[3][1], np.float64) for g in group])
-        solve = (frames > first) & (frames < last) & ~exact  # the others are held below
-        seg, x0, x1, y0, y1 = seg[solve], x0[solve], x1[solve], y0[solve], y1[solve]
-        p0 = np.stack([np.broadcast_to(x0[:, None], y0.shape), y0], axis=-1)
-        p3 = np.stack([np.broadcast_to(x1[:, None], y1.shape), y1], axis=-1)
-        p1, p2 = _correct_handles(p0, handles_right[seg], handles_left[seg + 1], p3)
-        target = np.broadcast_to(frames[solve][:, None], y0.shape)
-        t = _first_crossing(p0[..., 0], p1[..., 0], p2[..., 0], p3[..., 0], target)
-        result = np.zeros((len(frames),) + y0.shape[1:])
-        result[solve] = _bezier(p0[..., 1], p1[..., 1], p2[..., 1], p3[..., 1], t)
+        # Every frame solved, element by element (those outside the keys or on one are replaced below);
+        # the frames of the keys (and targets) as (N, 1) columns of the components.
+        x0, x1, span = x0[:, None], x1[:, None], (x1 - x0)[:, None]
+        x_right, y_right = _corrected(x0, y0, handles_right[..., 0][seg], handles_right[..., 1][seg], span)
+        x_left, y_left = _corrected(
+            x1, y1, handles_left[..., 0][seg + 1], handles_left[..., 1][seg + 1], span
+        )
+        t = _first_crossing(x0, x_right, x_left, x1, frames[:, None])
+        result = _bezier(y0, y_right, y_left, y1, t)
     # The first or last key's value outside the keyed range; on a key that key's (of two keys at one
     # frame the later: the game's step, as at any other frame).
-    inside = (frames > first) & (frames < last)
-    result = np.where(
-        inside[:, None], result, np.where((frames <= first)[:, None], values[start], values[end])
-    )
+    outside = np.flatnonzero(~((frames > first) & (frames < last)))
+    if len(outside):
+        result[outside] = np.where(
+            (frames[outside] <= first[outside])[:, None], values[start[outside]], values[end[outside]]
+        )
     if exact.any():
         result[exact] = values[(start + after - 1)[exact]]
     return result
@@ -689,14 +720,14 @@ class _Keys:
     def insert(self, at: int, frame: float, value, mode: str, key_left=None, key_right=None) -> None:
         """A key at index ``at``; its handles (Bézier only) a frame to each side unless given (F-curves
         move handles of no length)."""
-        self.times = np.insert(self.times, at, frame)
-        self.values = np.insert(self.values, at, value, axis=0)
-        self.modes = np.insert(self.modes, at, mode)
+        self.times = _inserted(self.times, at, frame)
+        self.values = _inserted(self.values, at, value)
+        self.modes = _inserted(self.modes, at, mode)
         if self.bezier:
             point = np.stack(np.broadcast_arrays(frame, value), axis=-1)
             side = np.array([1.0, 0.0])
-            self.left = np.insert(self.left, at, point - side if key_left is None else key_left, axis=0)
-            self.right = np.insert(self.right, at, point + side if key_right is None else key_right, axis=0)
+            self.left = _inserted(self.left, at, point - side if key_left is None else key_left)
+            self.right = _inserted(self.right, at, point + side if key_right is None else key_right)
 
     def cut(self, i: int, frame: float):
         """(value, left handle, right handle) of a key at ``frame`` on the segment from key i − 1 to key i.
@@ -718,6 +749,12 @@ class _Keys:
         a, d, point, e, c = split_bezier(p0, p1, p2, p3, frame)
         self.right[i - 1], self.left[i] = a, c
         return point[..., 1], d, e
+
+
+def _inserted(array: np.ndarray, at: int, row) -> np.ndarray:
+    """``np.insert(array, at, row, axis=0)`` for one row (0 ≤ at ≤ len), without its general cost."""
+    row = np.broadcast_to(np.asarray(row, array.dtype), array.shape[1:])[None]
+    return np.concatenate([array[:at], row, array[at:]])
 
 
 def unloop_rows(rows: np.ndarray, sides: dict, component: str) -> np.ndarray:

@@ -63,16 +63,20 @@ class Skeleton:
 
 
 def tree_order(parents: np.ndarray) -> list[int]:
-    """Node indices with every parent before its children (file order otherwise); −1: a root."""
-    parents = np.asarray(parents)
-    order, placed = [], np.zeros(len(parents), bool)
-    while not placed.all():
-        ready = ~placed & ((parents < 0) | placed[np.maximum(parents, 0)])
-        if not ready.any():
-            raise ValueError("the parent links form a cycle")
-        order += np.flatnonzero(ready).tolist()
-        placed |= ready
-    return order
+    """Node indices with every parent before its children: by depth, in file order within one depth
+    (−1: a root)."""
+    parents = np.asarray(parents, np.int64)
+    # Depths by pointer jumping: each round ``up`` goes twice as many links up, ``depth`` counts them.
+    up = np.where(parents >= 0, parents, -1)
+    depth = (up >= 0).astype(np.int64)
+    for _ in range(len(parents).bit_length() + 1):
+        going = np.flatnonzero(up >= 0)
+        if not len(going):
+            return np.argsort(depth, kind="stable").tolist()
+        above = up[going]
+        depth[going] += depth[above]
+        up[going] = up[above]
+    raise ValueError("the parent links form a cycle")
 
 
 def world_from_local(local: np.ndarray, parents: np.ndarray) -> np.ndarray:
@@ -187,14 +191,18 @@ def keys_digest(channel) -> str:
     """A digest of a channel's keys (``Channel``, or anything with its key fields): times, values,
     interpolation and Bézier handles, bit for bit as float64 (−0.0 is not 0.0)."""
     times = np.ascontiguousarray(channel.times, "<f8")
+    rows = max(len(times), 1)  # one row per key (no keys: one empty row, as reshape cannot infer 0 × ?)
     digest = hashlib.sha1(f"{len(times)} {channel.interpolation}".encode())
     for array in (times, channel.values, channel.handles_left, channel.handles_right):
         if array is None:
             digest.update(b"none")
             continue
-        # One row per key (a channel without keys: one empty row, as reshape cannot infer 0 × ?).
-        array = np.ascontiguousarray(array, "<f8").reshape(max(len(times), 1), -1)
-        digest.update(f"{array.shape}".encode() + array.tobytes())
+        array = np.ascontiguousarray(array, "<f8")
+        columns = array.size // rows
+        if rows * columns != array.size:
+            raise ValueError(f"{array.shape} values do not make one row per key of {len(times)}")
+        digest.update(f"({rows}, {columns})".encode())
+        digest.update(array)  # its bytes, without a copy
     return digest.hexdigest()
 
 
@@ -333,6 +341,7 @@ def validate(scene: Scene, filename: str = "") -> None:
         mesh.uv_layers = [tolerate_layer(layer, f"{where}: UV layer") for layer in mesh.uv_layers]
         mesh.color_layers = [tolerate_layer(layer, f"{where}: colour layer") for layer in mesh.color_layers]
         mesh.skin_weights = tolerate(mesh.skin_weights, f"{where}: skin weights")
+    skeletons: dict[int, tuple] = {}  # what _poses_within_floats needs of each skeleton, once
     for animation in scene.animations:
         where = f"animation {animation.name!r}"
         if not (MIN_FPS <= animation.fps <= MAX_FPS):
@@ -340,46 +349,92 @@ def validate(scene: Scene, filename: str = "") -> None:
                 filename, None, f"{where}: frame rate {animation.fps} outside {MIN_FPS}…{MAX_FPS}"
             )
         _within_frames(filename, (animation.frame_start, animation.frame_end), f"{where}: frame range")
-        for channel in animation.channels:
-            what = f"{where}, {channel.target_kind} {channel.target!r} {channel.path}"
-            refuse(channel.values, f"{what}: key values")
-            if TEXTURE_CENTER in channel.extras:  # the builder's Mapping nodes are keyed about it
-                refuse(channel.extras[TEXTURE_CENTER], f"{what}: texture centre")
-            for handles in (channel.handles_left, channel.handles_right):
-                if handles is not None:
-                    refuse(handles, f"{what}: key handles")
-            _within_frames(filename, channel.times, f"{what}: key times")
-        _poses_within_floats(scene, animation, filename)
+        _keys_within_floats(animation, filename, where)
+        _poses_within_floats(scene, animation, filename, skeletons)
 
 
-def _poses_within_floats(scene: Scene, animation: Animation, filename: str) -> None:
+def _key_parts(channel: Channel):
+    """What ``validate`` checks of a channel's keys, in order: (field, values, largest magnitude)."""
+    yield "key values", channel.values, FLOAT32_MAX
+    if TEXTURE_CENTER in channel.extras:  # the builder's Mapping nodes are keyed about it
+        yield "texture centre", channel.extras[TEXTURE_CENTER], FLOAT32_MAX
+    for handles in (channel.handles_left, channel.handles_right):
+        if handles is not None:
+            yield "key handles", handles, FLOAT32_MAX
+    yield "key times", channel.times, LAST_FRAME
+
+
+def _keys_within_floats(animation: Animation, filename: str, where: str) -> None:
+    """Refuse key values, handles and texture centres beyond single floats (Blender stores them so)
+    and key times beyond Blender's frames, naming the first such part; every channel in one pass."""
+    flat, limits = [], []
+    for channel in animation.channels:
+        for _, values, limit in _key_parts(channel):
+            flat.append(np.asarray(values).ravel())
+            limits.append(limit)
+    if not flat:
+        return
+    sizes = np.array([len(f) for f in flat])
+    magnitudes = np.abs(np.concatenate(flat).astype(np.float64, copy=False))
+    bad = ~(magnitudes <= np.repeat(limits, sizes))  # NaN too
+    if not bad.any():
+        return
+    ends = np.cumsum(sizes)
+    first = int(np.searchsorted(ends, np.argmax(bad), side="right"))
+    channel, field_name = [(c, part[0]) for c in animation.channels for part in _key_parts(c)][first]
+    what = f"{where}, {channel.target_kind} {channel.target!r} {channel.path}: {field_name}"
+    if field_name == "key times":
+        raise FormatError(filename, None, f"{what} must be finite and within ±{LAST_FRAME} frames")
+    count = np.count_nonzero(bad[ends[first] - sizes[first] : ends[first]])
+    raise FormatError(filename, None, f"{what}: {count} non-finite values (NaN, infinity or beyond float32)")
+
+
+def _poses_within_floats(scene: Scene, animation: Animation, filename: str, skeletons: dict) -> None:
     """Refuse bone keys whose poses overflow single floats down the chain (scales multiply, and
-    locations add up through them), from a bound of every bone's world matrix over all keys."""
+    locations add up through them), from a bound of every bone's world matrix over all keys.
+    ``skeletons``: what each skeleton index gives, kept between the animations of a scene."""
     skeleton_index = animation.skeleton or 0
     if skeleton_index >= len(scene.skeletons):
         return
     skeleton = scene.skeletons[skeleton_index]
-    index = {name: i for i, name in enumerate(skeleton.bone_names)}
-    local = skeleton.local_rest()
-    # Bounds of each bone's local 3×3 part (its largest stretch: the rotation keeps lengths, the
-    # largest scale key stretches most) and of its translation's length.
-    scale = np.linalg.norm(local[:, :3, :3], ord=2, axis=(1, 2)) if len(local) else np.zeros(0)
-    shift = np.linalg.norm(local[:, :3, 3], axis=1)
+    if skeleton_index not in skeletons:
+        local = skeleton.local_rest()
+        # Bounds of each bone's local 3×3 part (its largest stretch: the rotation keeps lengths, the
+        # largest scale key stretches most) and of its translation's length.
+        scale = np.linalg.norm(local[:, :3, :3], ord=2, axis=(1, 2)) if len(local) else np.zeros(0)
+        shift = np.linalg.norm(local[:, :3, 3], axis=1)
+        index = {name: i for i, name in enumerate(skeleton.bone_names)}
+        skeletons[skeleton_index] = (index, scale, shift, tree_order(skeleton.parents))
+    index, scale, shift, order = skeletons[skeleton_index]
+    # The largest magnitude of each scale and location channel's values and handle values, at once.
+    bones, scales, parts, owners = [], [], [], []
     for channel in animation.channels:
         bone = index.get(channel.target) if channel.target_kind == "bone" else None
         if bone is None or channel.path not in ("scale", "location"):
             continue
-        parts = [channel.values] + [
+        bones.append(bone)
+        scales.append(channel.path == "scale")
+        parts += [channel.values] + [
             h[..., 1] for h in (channel.handles_left, channel.handles_right) if h is not None
         ]
-        largest = max((float(np.abs(np.asarray(p, np.float64)).max(initial=0.0)) for p in parts), default=0.0)
-        if channel.path == "scale":
-            scale[bone] = max(scale[bone], largest)
-        else:
-            shift[bone] = max(shift[bone], np.sqrt(3) * largest)
-    linear, offset = np.zeros(len(skeleton)), np.zeros(len(skeleton))
-    for i in tree_order(skeleton.parents):
-        parent = skeleton.parents[i]
+        owners += [len(bones) - 1] * (len(parts) - len(owners))
+    if bones:
+        flat = [np.asarray(p).ravel() for p in parts]
+        sizes = np.array([len(f) for f in flat])
+        filled = sizes > 0  # reduceat takes no empty part
+        largest = np.zeros(len(bones))
+        if filled.any():
+            starts = (np.cumsum(sizes) - sizes)[filled]
+            magnitudes = np.abs(np.concatenate(flat).astype(np.float64, copy=False))
+            np.maximum.at(largest, np.array(owners)[filled], np.maximum.reduceat(magnitudes, starts))
+        bones, scales = np.array(bones), np.array(scales)
+        scale, shift = scale.copy(), shift.copy()
+        np.maximum.at(scale, bones[scales], largest[scales])
+        np.maximum.at(shift, bones[~scales], np.sqrt(3) * largest[~scales])
+    parents, scale, shift = np.asarray(skeleton.parents).tolist(), scale.tolist(), shift.tolist()
+    linear, offset = [0.0] * len(parents), [0.0] * len(parents)
+    for i in order:
+        parent = parents[i]
         parent_linear, parent_offset = (linear[parent], offset[parent]) if parent >= 0 else (1.0, 0.0)
         linear[i] = parent_linear * scale[i]
         offset[i] = parent_offset + parent_linear * shift[i]
@@ -478,6 +533,10 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
     return m
 
 
+# ``matrix_to_quat``: the terms (w, x, y, z) take when the largest diagonal term is that of w, x, y or z.
+_QUAT_TERMS = np.array([[0, 1, 2, 3], [1, 0, 4, 5], [2, 4, 0, 6], [3, 5, 6, 0]])
+
+
 def matrix_to_quat(m: np.ndarray) -> np.ndarray:
     """(…, 3, 3) rotation matrices to (…, 4) unit quaternions (w, x, y, z), w ≥ 0."""
     m = np.asarray(m, dtype=np.float64)[..., :3, :3]
@@ -490,47 +549,23 @@ def matrix_to_quat(m: np.ndarray) -> np.ndarray:
         ],
         axis=-1,
     )
-    # Build from the largest diagonal term for numerical stability.
+    # Build from the largest diagonal term for numerical stability: of every term a case may take
+    # (s / 4, the differences and sums of opposite entries over s), each case's four.
     k = np.argmax(t, axis=-1)
     s = np.sqrt(np.maximum(np.take_along_axis(t, k[..., None], -1)[..., 0], 1e-300)) * 2
-    q = np.empty(m.shape[:-2] + (4,))
-    c0, c1, c2, c3 = k == 0, k == 1, k == 2, k == 3
-    q[c0] = np.stack(
+    terms = np.stack(
         [
-            s[c0] / 4,
-            (m[c0, 2, 1] - m[c0, 1, 2]) / s[c0],
-            (m[c0, 0, 2] - m[c0, 2, 0]) / s[c0],
-            (m[c0, 1, 0] - m[c0, 0, 1]) / s[c0],
+            s / 4,
+            (m[..., 2, 1] - m[..., 1, 2]) / s,
+            (m[..., 0, 2] - m[..., 2, 0]) / s,
+            (m[..., 1, 0] - m[..., 0, 1]) / s,
+            (m[..., 0, 1] + m[..., 1, 0]) / s,
+            (m[..., 0, 2] + m[..., 2, 0]) / s,
+            (m[..., 1, 2] + m[..., 2, 1]) / s,
         ],
-        -1,
+        axis=-1,
     )
-    q[c1] = np.stack(
-        [
-            (m[c1, 2, 1] - m[c1, 1, 2]) / s[c1],
-            s[c1] / 4,
-            (m[c1, 0, 1] + m[c1, 1, 0]) / s[c1],
-            (m[c1, 0, 2] + m[c1, 2, 0]) / s[c1],
-        ],
-        -1,
-    )
-    q[c2] = np.stack(
-        [
-            (m[c2, 0, 2] - m[c2, 2, 0]) / s[c2],
-            (m[c2, 0, 1] + m[c2, 1, 0]) / s[c2],
-            s[c2] / 4,
-            (m[c2, 1, 2] + m[c2, 2, 1]) / s[c2],
-        ],
-        -1,
-    )
-    q[c3] = np.stack(
-        [
-            (m[c3, 1, 0] - m[c3, 0, 1]) / s[c3],
-            (m[c3, 0, 2] + m[c3, 2, 0]) / s[c3],
-            (m[c3, 1, 2] + m[c3, 2, 1]) / s[c3],
-            s[c3] / 4,
-        ],
-        -1,
-    )
+    q = np.take_along_axis(terms, _QUAT_TERMS[k], axis=-1)
     q *= np.where(q[..., :1] < 0, -1.0, 1.0)
     return q / np.linalg.norm(q, axis=-1, keepdims=True)
 

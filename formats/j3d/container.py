@@ -336,16 +336,25 @@ class Keys:
 
 
 def track_keys(track, bank: np.ndarray) -> Keys:
-    count, first, mode = int(track["count"]), int(track["first"]), int(track["mode"])
-    if count == 0:
-        empty = np.zeros(0)
-        return Keys(empty, empty, empty, empty)
-    if count == 1:
-        value = np.array([float(bank[first])])
-        return Keys(np.zeros(1), value, np.zeros(1), np.zeros(1))
-    stride = 4 if mode == TANGENT_SPLIT else 3
-    keys = bank[first : first + count * stride].astype(np.float64).reshape(count, stride)
-    return Keys(keys[:, 0].copy(), keys[:, 1].copy(), keys[:, 2].copy(), keys[:, stride - 1].copy())
+    return tracks_keys(np.asarray(track).reshape(1), bank)[0]
+
+
+def tracks_keys(tracks: np.ndarray, bank: np.ndarray) -> tuple[Keys, np.ndarray]:
+    """The keys of every track of ``tracks`` (M,) reading one bank, concatenated in track order, and
+    each track's key count: ``track_keys`` of all at once."""
+    counts = tracks["count"].astype(np.int64)
+    stride = np.where(tracks["mode"] == TANGENT_SPLIT, 4, 3)
+    track = np.repeat(np.arange(len(tracks)), counts)
+    key = np.arange(len(track)) - np.repeat(np.cumsum(counts) - counts, counts)  # within its track
+    at = tracks["first"].astype(np.int64)[track] + key * stride[track]
+    keyed = np.flatnonzero(counts[track] >= 2)  # time, value, tangents; a single value alone
+    times, in_tangents, out_tangents = np.zeros(len(track)), np.zeros(len(track)), np.zeros(len(track))
+    values = bank[at].astype(np.float64)
+    values[keyed] = bank[at[keyed] + 1]
+    times[keyed] = bank[at[keyed]]
+    in_tangents[keyed] = bank[at[keyed] + 2]
+    out_tangents[keyed] = bank[at[keyed] + stride[track[keyed]] - 1]
+    return Keys(times, values, in_tangents, out_tangents), counts
 
 
 def key_entries(keys: Keys, mode: int) -> np.ndarray:

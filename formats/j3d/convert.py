@@ -60,8 +60,8 @@ from .container import (
     Framing,
     Keys,
     key_entries,
-    track_keys,
     track_widths,
+    tracks_keys,
 )
 
 FPS = 30.0
@@ -95,52 +95,62 @@ def rotation_radians(frac: int) -> float:
 # -- tracks ⇄ channels ---------------------------------------------------------------
 
 
-def track_channel(
-    kind: str, target: str, path: str, index: int | None, track, bank, scale: float, default: float
-) -> Channel:
-    """One channel from one track; values and tangents multiplied by ``scale``, the stored track as origin."""
-    count = int(track["count"])
-    extras = {"tangent_mode": int(track["mode"])}
-    if count == 0:
-        extras["empty"] = True
-        keys = Keys(np.zeros(1), np.array([default]), np.zeros(1), np.zeros(1))
-    else:
-        keys = track_keys(track, bank)
-        keys = Keys(keys.times, keys.values * scale, keys.in_tangents * scale, keys.out_tangents * scale)
-    left, right = bezier_handles(keys)
-    channel = Channel(
-        kind,
-        target,
-        path,
-        keys.times.copy(),
-        keys.values[:, None].copy(),
-        "BEZIER",
-        left[:, None, :],
-        right[:, None, :],
-        extras,
-        index=index,
+def track_channels(targets, tracks, bank, scale: float, default: float) -> list[Channel]:
+    """One channel per track of ``tracks`` (M,), all reading ``bank``, named by ``targets`` (kind, target,
+    path, index) each: values and tangents multiplied by ``scale``, Bézier handles a third of the
+    segment away along the tangents (each segment is then exactly the game's Hermite segment; the first
+    key's left and the last key's right handle use the neighbouring segment's length), the stored
+    track as origin. A track without keys holds ``default``, shown as one key. All tracks at once."""
+    tracks = np.asarray(tracks).reshape(-1)
+    keys, counts = tracks_keys(tracks, bank)
+    sizes = np.maximum(counts, 1)
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    keyed = np.repeat(counts > 0, sizes)
+    times, in_tangents, out_tangents = np.zeros(len(keyed)), np.zeros(len(keyed)), np.zeros(len(keyed))
+    values = np.full(len(keyed), float(default))
+    times[keyed] = keys.times
+    values[keyed] = keys.values * scale
+    in_tangents[keyed] = keys.in_tangents * scale
+    out_tangents[keyed] = keys.out_tangents * scale
+    segment = np.diff(times)  # across two tracks too: never used there
+    third = np.where(segment > 0, segment, 1.0) / 3.0
+    before, after = np.concatenate([[0.0], third]), np.concatenate([third, [0.0]])
+    key = np.arange(len(keyed)) - np.repeat(starts, sizes)
+    single = np.repeat(sizes == 1, sizes)
+    left_third = np.where(single, 1.0 / 3.0, np.where(key > 0, before, after))
+    right_third = np.where(single, 1.0 / 3.0, np.where(key < np.repeat(sizes, sizes) - 1, after, before))
+    left = np.stack([times - left_third, values - in_tangents * left_third], axis=-1)[:, None, :]
+    right = np.stack([times + right_third, values + out_tangents * right_third], axis=-1)[:, None, :]
+    values = values[:, None]
+    channels = []
+    rows = zip(
+        counts.tolist(),
+        tracks["first"].tolist(),
+        tracks["mode"].tolist(),
+        starts.tolist(),
+        ends.tolist(),
+        strict=True,
     )
-    channel.origin = ChannelOrigin([count, int(track["first"]), int(track["mode"])], keys_digest(channel))
-    return channel
-
-
-def bezier_handles(keys: Keys) -> tuple[np.ndarray, np.ndarray]:
-    """(K, 2) left and right handles: a third of the segment away along the tangents.
-
-    With these handles each Bézier segment is exactly the Hermite segment. The first key's left and
-    the last key's right handle use the neighbouring segment's length.
-    """
-    times, values = keys.times, keys.values
-    if len(times) > 1:
-        segment = np.diff(times)
-        third = np.where(segment > 0, segment, 1.0) / 3.0
-        left_third = np.concatenate([third[:1], third])
-        right_third = np.concatenate([third, third[-1:]])
-    else:
-        left_third = right_third = np.full(len(times), 1.0 / 3.0)
-    left = np.stack([times - left_third, values - keys.in_tangents * left_third], axis=-1)
-    right = np.stack([times + right_third, values + keys.out_tangents * right_third], axis=-1)
-    return left, right
+    for (kind, target, path, index), (count, first, mode, start, end) in zip(targets, rows, strict=True):
+        extras = {"tangent_mode": mode}
+        if count == 0:
+            extras["empty"] = True
+        channel = Channel(
+            kind,
+            target,
+            path,
+            times[start:end],
+            values[start:end],
+            "BEZIER",
+            left[start:end],
+            right[start:end],
+            extras,
+            index=index,
+        )
+        channel.origin = ChannelOrigin([count, first, mode], keys_digest(channel))
+        channels.append(channel)
+    return channels
 
 
 def channel_keys(channel: Channel, scale: float) -> Keys:
@@ -393,20 +403,24 @@ def _component(channel: Channel, i: int) -> Channel:
 
 def _srt_channels(tracks, banks, frac, targets, kind, paths) -> list[Channel]:
     """Channels of a (N, 3 axes, 3 components) SRT track table; ``paths(n, axis, comp)`` → (path, index)."""
-    channels = []
-    unit = rotation_radians(frac)
-    for n, target in enumerate(targets):
-        for component in range(3):
-            for axis in range(3):
-                path, index = paths(n, axis, component)
-                scale = unit if component == 1 else 1.0
-                track = tracks[n, axis, component]
-                channels.append(
-                    track_channel(
-                        kind, target, path, index, track, banks[component], scale, SRT_DEFAULTS[component]
-                    )
-                )
-    return channels
+    by_component = [
+        track_channels(
+            [
+                (kind, target, *paths(n, axis, component))
+                for n, target in enumerate(targets)
+                for axis in range(3)
+            ],
+            tracks[:, :, component],
+            banks[component],
+            rotation_radians(frac) if component == 1 else 1.0,
+            SRT_DEFAULTS[component],
+        )
+        for component in range(3)
+    ]
+    # Target by target, component by component, axis by axis.
+    return [
+        channels[n * 3 + axis] for n in range(len(targets)) for channels in by_component for axis in range(3)
+    ]
 
 
 def _srt_tracks(lookup, count: int, extras: dict) -> tuple[np.ndarray, list[np.ndarray], int, bool]:
@@ -553,13 +567,17 @@ def btk_from_animation(animation: Animation) -> BTK:
 
 
 def _color_channels(tracks, banks, targets, paths) -> list[Channel]:
-    channels = []
-    for n, target in enumerate(targets):
-        for c in range(4):
-            channels.append(
-                track_channel("material", target, paths[n], c, tracks[n, c], banks[c], COLOR_SCALE, 0.0)
-            )
-    return channels
+    by_component = [
+        track_channels(
+            [("material", target, paths[n], c) for n, target in enumerate(targets)],
+            tracks[:, c],
+            banks[c],
+            COLOR_SCALE,
+            0.0,
+        )
+        for c in range(4)
+    ]
+    return [by_component[c][n] for n in range(len(targets)) for c in range(4)]
 
 
 def _color_tracks(
@@ -985,17 +1003,19 @@ def bva_from_animation(animation: Animation) -> BVA:
 
 
 def cluster_to_scene(cluster: Cluster, name: str = "") -> Scene:
-    channels = []
-    for n, track in enumerate(cluster.tracks):
-        path = CLUSTER_KEY.format(n)
-        if cluster.keyed:
-            channels.append(
-                track_channel("shape_key", CLUSTER_TARGET, path, None, track, cluster.weights, 1.0, 1.0)
-            )
-        else:
+    if cluster.keyed:
+        targets = [
+            ("shape_key", CLUSTER_TARGET, CLUSTER_KEY.format(n), None) for n in range(len(cluster.tracks))
+        ]
+        channels = track_channels(targets, cluster.tracks, cluster.weights, 1.0, 1.0)
+    else:
+        channels = []
+        for n, track in enumerate(cluster.tracks):
             count, first = int(track["count"]), int(track["first"])
             values = cluster.weights[first : first + count].astype(np.float64)
-            channels.append(frame_channel("shape_key", CLUSTER_TARGET, path, None, values, track, 1.0))
+            channels.append(
+                frame_channel("shape_key", CLUSTER_TARGET, CLUSTER_KEY.format(n), None, values, track, 1.0)
+            )
     extras = {
         "unused": cluster.unused,
         "word": cluster.word,

@@ -139,6 +139,7 @@ class _Import:
         self.scene = Scene(warnings=list(model.warnings))
         self.skeletons: dict[str, int] = {}
         self.images: dict[str, int] = {}
+        self.roots: dict[int, set[str]] = {}  # for _is_root
 
     def label(self, i: int, fallback: str) -> str:
         return self.names.get(i, (None, None))[0] or fallback
@@ -418,7 +419,7 @@ class _Import:
         positions = np.asarray(positions, np.float64)
         # Decision 10: the file's quaternions are x, y, z, w; keys are whole parent-relative transforms.
         quats = np.asarray(orientations_xyzw, np.float64)[:, [3, 0, 1, 2]]
-        if _is_root(self.scene, animation.skeleton, bone):
+        if _is_root(self.roots, self.scene, animation.skeleton, bone):
             positions, quats = _root_channels(positions, quats, self.axis)
         animation.channels.append(Channel("bone", bone, "location", times, positions))
         animation.channels.append(Channel("bone", bone, "rotation_quaternion", times.copy(), quats))
@@ -464,11 +465,18 @@ def _decode_tangents(c, normals, coefficients) -> tuple[np.ndarray, np.ndarray] 
     return vectors.decode_high_tangents(coefficients, c.coefficients)
 
 
-def _is_root(scene: Scene, skeleton: int | None, bone: str) -> bool:
+def _is_root(roots: dict[int, set[str]], scene: Scene, skeleton: int | None, bone: str) -> bool:
+    """Whether the first bone of that name in the skeleton is a root; ``roots`` keeps each skeleton's
+    root names once found (a lookup per animated bone, not a search of the bone names)."""
     if skeleton is None:
         return False
-    sk = scene.skeletons[skeleton]
-    return bone in sk.bone_names and sk.parents[sk.bone_names.index(bone)] < 0
+    if skeleton not in roots:
+        sk = scene.skeletons[skeleton]
+        first: dict[str, int] = {}
+        for i, name in enumerate(sk.bone_names):
+            first.setdefault(name, i)
+        roots[skeleton] = {name for name, i in first.items() if sk.parents[i] < 0}
+    return bone in roots[skeleton]
 
 
 def _unique(name: str, taken: set[str]) -> str:
@@ -737,6 +745,7 @@ class _Export:
         )
         self.axis = np.eye(4) if axis is None else np.asarray(axis, np.float64)
         self.kinds = CONTENTS[content]
+        self.roots: dict[int, set[str]] = {}  # for _is_root
         stored = scene.extras.get("tmrf") or {}
         self.layout: list[dict] = list(stored.get("resources", []))  # entries replaced, never changed
         strings = StringTable(
@@ -971,7 +980,7 @@ class _Export:
     def in_file(self, animation, bone_name, positions, quats):
         """Scene positions and w, x, y, z quaternions of a bone in the file's terms (roots turned back,
         values still within tolerance of the file's given back bit for bit)."""
-        if _is_root(self.scene, animation.skeleton, bone_name):
+        if _is_root(self.roots, self.scene, animation.skeleton, bone_name):
             positions, quats = _root_channels(positions, quats, self.axis, inverse=True)
         return _kept_values(animation, bone_name, positions, quats[:, [1, 2, 3, 0]])
 

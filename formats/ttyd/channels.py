@@ -367,10 +367,10 @@ def _texture_channels(model, scene, evaluator, image_of) -> list[Channel]:
         if x >= len(model.samplers):  # a transform no sampler uses: nothing the game draws moves
             continue
         times = _step_times(evaluator, changed[:, column])
-        pose = evaluator.at(times)
+        frame_offsets, translate = evaluator.textures(times)
         transform = model.texcoord_transforms[x]
-        translate = mapping_location(pose.translate[:, x], transform["scale"], transform["rotate"])
-        tpl_images = [texture_image(model, x, o) for o in pose.frame_offsets[:, x]]
+        translate = mapping_location(translate[:, x], transform["scale"], transform["rotate"])
+        tpl_images = [texture_image(model, x, o) for o in frame_offsets[:, x]]
         images = image_of(np.array(tpl_images, np.int64)).astype(np.float64)
         for material in scene.materials:
             for slot in material.textures:
@@ -391,7 +391,7 @@ def _visibility_channels(model, scene, evaluator, parents) -> list[Channel]:
     if not changed.any():
         return []
     times = _step_times(evaluator, changed.any(axis=1))
-    visible = evaluator.at(times).visibility
+    visible = evaluator.visibility(times)
     touched = np.zeros(len(model.visibility), bool)
     touched[evaluator.visibility_index[changed.any(axis=0)]] = True
     channels = []

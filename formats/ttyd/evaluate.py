@@ -74,10 +74,11 @@ class Evaluator:
         keys = anim.keyframes
         self.times = keys["time"].astype(np.float64)
         count = len(keys)
-        touched = 0
-        for kind, (table, _) in DELTA_TABLES.items():
-            _, index, _ = running_indices(keys, kind, getattr(anim, table)["step"])
-            touched += len(np.unique(index))
+        running = {
+            kind: running_indices(keys, kind, getattr(anim, table)["step"])
+            for kind, (table, _) in DELTA_TABLES.items()
+        }
+        touched = sum(len(np.unique(index)) for _, index, _ in running.values())
         if count * touched > EVALUATION_BUDGET:
             raise FormatError(
                 filename,
@@ -85,10 +86,12 @@ class Evaluator:
                 f"animation of {count} keyframes × {touched} targets is too large to evaluate",
             )
 
-        self.position_index, self.position_steps = self._vertex_deltas(keys, "position", anim.position_deltas)
-        self.normal_index, self.normal_steps = self._vertex_deltas(keys, "normal", anim.normal_deltas)
+        self.position_index, self.position_steps = _vertex_deltas(
+            count, running["position"], anim.position_deltas
+        )
+        self.normal_index, self.normal_steps = _vertex_deltas(count, running["normal"], anim.normal_deltas)
 
-        kf, index, entries = running_indices(keys, "texture", anim.texture_deltas["step"])
+        kf, index, entries = running["texture"]
         self.texture_index, column = np.unique(index, return_inverse=True)
         self.frame_steps = np.zeros((count, len(self.texture_index)), np.int64)
         self.translate_steps = np.zeros((count, len(self.texture_index), 2))
@@ -96,7 +99,7 @@ class Evaluator:
         translate = anim.texture_deltas["translate"][entries].astype(np.float64)
         np.add.at(self.translate_steps, (kf, column), translate)
 
-        kf, index, entries = running_indices(keys, "visibility", anim.visibility_deltas["step"])
+        kf, index, entries = running["visibility"]
         value = anim.visibility_deltas["value"][entries]
         changes = value != 0
         kf, index, value = kf[changes], index[changes], value[changes]
@@ -107,7 +110,7 @@ class Evaluator:
         _, last = np.unique(np.stack([kf[order], column[order]]), axis=1, return_index=True)
         self.visibility_sets[kf[order][last], column[order][last]] = value[order][last]
 
-        kf, index, entries = running_indices(keys, "node", anim.node_deltas["step"])
+        kf, index, entries = running["node"]
         self.node_index, column = np.unique(index, return_inverse=True)
         deltas = anim.node_deltas[entries]
         value = deltas["value"].astype(np.float64) * DELTA_UNIT
@@ -121,13 +124,6 @@ class Evaluator:
         for slopes, key in ((self.node_slope_in, "tangent_in"), (self.node_slope_out, "tangent_out")):
             degrees = deltas[key][hermite].astype(np.float64)
             np.add.at(slopes, (kf[hermite], column[hermite]), np.tan(np.radians(degrees)))
-
-    def _vertex_deltas(self, keys, kind: str, deltas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        kf, index, entries = running_indices(keys, kind, deltas["step"])
-        touched, column = np.unique(index, return_inverse=True)
-        out = np.zeros((len(keys), len(touched), 3))
-        np.add.at(out, (kf, column), deltas["delta"][entries].astype(np.float64) * DELTA_UNIT)
-        return touched, out
 
     def columns(self, index: np.ndarray, steps: np.ndarray, wanted) -> np.ndarray:
         """``steps`` (K, U, …) spread over the ``wanted`` target indices (zero where untouched)."""
@@ -182,6 +178,19 @@ class Evaluator:
             out[:, index] += _cumulative(steps)[full] + u[:, None, None] * _padded(steps)[partial]
             return out
 
+        return Pose(
+            vertices(m.positions, self.position_index, self.position_steps),
+            vertices(m.normals, self.normal_index, self.normal_steps),
+            *self.textures(times),
+            self.visibility(times),
+            self.node_floats(times),
+        )
+
+    def textures(self, times) -> tuple[np.ndarray, np.ndarray]:
+        """``Pose.frame_offsets`` and ``Pose.translate`` at ``times`` alone (``at`` without the rest)."""
+        times = np.atleast_1d(np.asarray(times, np.float64))
+        full = self.segments(times)[0]
+        m = self.model
         frame_offsets = np.broadcast_to(
             m.texcoord_transforms["frame_offset"].astype(np.int64), (len(times), len(m.texcoord_transforms))
         ).copy()
@@ -190,8 +199,14 @@ class Evaluator:
             m.texcoord_transforms["translate"].astype(np.float64), (len(times), len(m.texcoord_transforms), 2)
         ).copy()
         translate[:, self.texture_index] += _cumulative(self.translate_steps)[full]
+        return frame_offsets & 0xFF, translate
 
-        # Last visibility set at or before each applied keyframe, else the model's own state.
+    def visibility(self, times) -> np.ndarray:
+        """``Pose.visibility`` at ``times`` alone: the last visibility set at or before each applied
+        keyframe, else the model's own state."""
+        times = np.atleast_1d(np.asarray(times, np.float64))
+        full = self.segments(times)[0]
+        m = self.model
         visibility = np.broadcast_to(m.visibility != 0, (len(times), len(m.visibility))).copy()
         sets = np.concatenate([np.zeros((1, len(self.visibility_index)), np.int8), self.visibility_sets])
         latest = np.maximum.accumulate(np.where(sets != 0, np.arange(len(sets))[:, None], 0), axis=0)
@@ -199,15 +214,17 @@ class Evaluator:
         visibility[:, self.visibility_index] = np.where(
             chosen != 0, chosen > 0, visibility[:, self.visibility_index]
         )
+        return visibility
 
-        return Pose(
-            vertices(m.positions, self.position_index, self.position_steps),
-            vertices(m.normals, self.normal_index, self.normal_steps),
-            frame_offsets & 0xFF,
-            translate,
-            visibility,
-            self.node_floats(times),
-        )
+
+def _vertex_deltas(count: int, running, deltas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The vertices a kind's deltas touch and their (K, touched, 3) sums per keyframe; ``running``:
+    the kind's ``running_indices``."""
+    kf, index, entries = running
+    touched, column = np.unique(index, return_inverse=True)
+    out = np.zeros((count, len(touched), 3))
+    np.add.at(out, (kf, column), deltas["delta"][entries].astype(np.float64) * DELTA_UNIT)
+    return touched, out
 
 
 def _cumulative(steps: np.ndarray) -> np.ndarray:

@@ -491,13 +491,13 @@ def running_indices(
 
     Each keyframe's index starts at 0 and adds the step of each of its deltas.
     """
-    firsts = keyframes[f"{kind}_first"].astype(np.int64)
+    # Array methods rather than numpy functions: the tables are small, the calls many.
     counts = keyframes[f"{kind}_count"].astype(np.int64)
-    starts = np.cumsum(counts) - counts
-    entries = np.repeat(firsts, counts) + np.arange(counts.sum()) - np.repeat(starts, counts)
-    running = np.cumsum(steps[entries].astype(np.int64))
-    before = np.concatenate([[0], running])[starts]
-    return np.repeat(np.arange(len(keyframes)), counts), running - np.repeat(before, counts), entries
+    starts = counts.cumsum() - counts
+    keyframe = np.arange(len(keyframes)).repeat(counts)
+    entries = (keyframes[f"{kind}_first"] - starts)[keyframe] + np.arange(len(keyframe))
+    running = np.concatenate([[0], steps[entries].cumsum(dtype=np.int64)])  # 0, then the sums
+    return keyframe, running[1:] - running[starts][keyframe], entries
 
 
 def validate(model: Model, filename: str = "<model>") -> None:

@@ -59,7 +59,6 @@ from .records import (
 
 INTERPOLATION_CODES = {"CONSTANT": 0, "LINEAR": 1, "BEZIER": 2}
 _INTERPOLATION_NAMES = {code: name for name, code in INTERPOLATION_CODES.items()}
-_HANDLE_FREE = 0
 _POSE_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.(\w+)$')
 
 
@@ -134,7 +133,7 @@ def write_fcurve(
     points.foreach_set("co", co.ravel())
     points.foreach_set("interpolation", codes)
     if handles_left is not None and handles_right is not None:
-        free = np.full(count, _HANDLE_FREE, np.int32)
+        free = np.zeros(count, np.int32)  # handle type FREE
         points.foreach_set("handle_left_type", free)
         points.foreach_set("handle_right_type", free)
         points.foreach_set("handle_left", np.ascontiguousarray(handles_left, np.float32).ravel())
@@ -151,8 +150,11 @@ def interpolation_codes(interpolation, count: int) -> np.ndarray:
     linear = INTERPOLATION_CODES["LINEAR"]  # for modes the scene does not name
     if isinstance(interpolation, str):
         return np.full(count, INTERPOLATION_CODES.get(interpolation, linear), np.int32)
-    modes, per_key = np.unique(np.asarray(interpolation, dtype=str), return_inverse=True)
-    return np.array([INTERPOLATION_CODES.get(m, linear) for m in modes], np.int32)[per_key]
+    modes = np.asarray(interpolation, dtype=str)
+    codes = np.full(len(modes), linear, np.int32)
+    for name, code in INTERPOLATION_CODES.items():
+        codes[modes == name] = code
+    return codes
 
 
 class Curves:
@@ -172,6 +174,7 @@ class Written:
     def __init__(self, curves: Curves, co, codes, left, right, cyclic: bool, hold_start: bool):
         self.curves, self.co, self.codes, self.cyclic, self.hold_start = curves, co, codes, cyclic, hold_start
         self.left, self.right = left, right  # (K, C, 2) Bézier handles or None
+        self.kept = None  # ``kept_keys``, once read
 
     def write(self) -> None:
         bezier = self.left is not None and self.right is not None
@@ -186,18 +189,38 @@ class Written:
                 write_fcurve(fcurve, self.co[c], self.codes, cyclic=self.cyclic, hold_start=self.hold_start)
         self.left = self.right = None
 
+    def kept_keys(self) -> np.ndarray:
+        """(C, K, 6) float32 keys as Blender keeps them: frame, value, left and right handles (Blender
+        moves those crossing their key); (C, K, 2) without Bézier keys. Read once."""
+        if self.kept is None:
+            self.kept = self.co
+            if (self.codes == INTERPOLATION_CODES["BEZIER"]).any():
+                kept = np.empty((len(self.co), 3) + self.co.shape[1:], np.float32)  # (C, 3, K, 2)
+                kept[:, 0] = self.co
+                for c, fcurve in enumerate(self.curves.made):
+                    fcurve.keyframe_points.foreach_get("handle_left", kept[c, 1].ravel())
+                    fcurve.keyframe_points.foreach_get("handle_right", kept[c, 2].ravel())
+                self.kept = kept.transpose(0, 2, 1, 3).reshape(self.co.shape[:2] + (6,))
+        return self.kept
+
     def rows(self) -> dict[int, np.ndarray]:
-        """The keys as ``write_fcurve`` left them: frames and values as written and, when a key is Bézier,
-        the handles Blender keeps (it moves those crossing their key)."""
-        co, codes = self.co, self.codes
-        rows = np.zeros(co.shape[:2] + (7,))
-        rows[:, :, :2] = co
-        rows[:, :, 6] = codes
-        if (codes == INTERPOLATION_CODES["BEZIER"]).any():
-            for c, fcurve in enumerate(self.curves.made):
-                rows[c, :, 2:4] = compat.read_array(fcurve.keyframe_points, "handle_left", len(codes), 2)
-                rows[c, :, 4:6] = compat.read_array(fcurve.keyframe_points, "handle_right", len(codes), 2)
+        """The keys as ``write_fcurve`` left them (``fcurve_rows``), by F-curve array index."""
+        keys = self.kept_keys()
+        rows = np.zeros(keys.shape[:2] + (7,))
+        rows[:, :, : keys.shape[2]] = keys
+        rows[:, :, 6] = self.codes
         return dict(zip(self.curves.indices, rows, strict=True))
+
+    def digest(self) -> str:
+        """``fcurve_digest`` of ``rows()``, from the float32 keys as written."""
+        indices = self.curves.indices
+        order = sorted(range(len(indices)), key=indices.__getitem__)
+        keys = self.kept_keys()
+        if order != list(range(len(indices))):
+            keys = keys[order]
+        codes = self.codes.astype(np.int8).tobytes()
+        counts = ",".join(f"{indices[c]}:{len(self.codes)}" for c in order)
+        return _digest(counts, keys.tobytes(), codes * len(indices))
 
 
 class _ActionSet:
@@ -358,6 +381,18 @@ def loop_record(sides: dict, indices, animation: Animation, interpolation: str) 
     return record
 
 
+def _spread_channels(channels: list[Channel]) -> list[Channel]:
+    """``_spread_channel`` of each of ``channels``: those with keys too close found all at once."""
+    times = [np.asarray(c.times, np.float64) for c in channels]
+    gaps = np.diff(np.concatenate(times + [np.zeros(0)]))
+    close = np.concatenate([[0], np.cumsum((gaps >= 0) & (gaps < compat.MERGE_DISTANCE))])  # running count
+    counts = np.array([len(t) for t in times], np.int64)
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    inside = close[np.maximum(ends - 1, starts)] - close[starts]  # close gaps between a channel's keys
+    return [_spread_channel(c) if n else c for c, n in zip(channels, inside, strict=True)]
+
+
 def _spread_channel(channel: Channel) -> Channel:
     """The channel with keys too close for an F-curve spread apart (``_spread_close_keys``)."""
     times, values = _keys(channel)
@@ -415,35 +450,36 @@ def build_animation(
     if rig is not None:
         channels = bones.component_channels(animation.channels, rig)
     keyed = []
-    spreads = [_spread_channel(channel) for channel, _ in channels]
-    baked = bones.bake_channels(spreads, rig) if rig is not None else {}  # all of them in one pass
+    spreads = _spread_channels([channel for channel, _ in channels])
+    posed = bones.pose_channels(spreads, rig) if rig is not None else {}  # all of them in one pass
     for (channel, parts), spread in zip(channels, spreads, strict=True):
         scene_channels = parts or [channel]
         sources = [SceneChannel(dict(c.extras), c.index, c.origin) for c in scene_channels]
         record = ChannelRecord(channel.target_kind, channel.target, channel.path, sources=sources)
         if len(spread.times) == 0:
             continue
-        written = _key_channel(actions, spread, record, targets, rig, baked.get(id(spread)))
+        written = _key_channel(actions, spread, record, targets, rig, posed.get(id(spread)))
         if written is not None:
             keyed.append((record, written, scene_channels))
     actions.make()
-    for record, written, scene_channels in keyed:
-        curves = written.rows()
-        record.digest = fcurve_digest(curves)
-        _keep_scene_keys(record, curves, scene_channels, rig)
+    scene_keys = [[Keys.of(c) for c in scene_channels] for _, _, scene_channels in keyed]
+    float32 = iter(_are_float32([k for keys in scene_keys for k in keys]))  # one test for all
+    for (record, written, _), keys in zip(keyed, scene_keys, strict=True):
+        record.digest = written.digest()
+        _keep_scene_keys(record, written, keys, [next(float32) for _ in keys], rig)
     if not actions.actions and rig is not None:  # keep an animation without channels for export
         actions.ensure(rig.obj, "OBJECT")
     actions.finish()
     return actions.group
 
 
-def _key_channel(actions, channel, record, targets, rig, baked=None) -> Written | None:
+def _key_channel(actions, channel, record, targets, rig, posed=None) -> Written | None:
     """Plan the keys of one channel on what it animates (``_ActionSet.write``), None (and a warning)
-    when the Scene built nothing it animates. ``baked``: the channel's ``armature.bake_channels`` result."""
+    when the Scene built nothing it animates. ``posed``: the channel's ``armature.pose_channels`` result."""
     kind, target = channel.target_kind, channel.target
     times, values = _keys(channel)
     if kind == "bone" and rig is not None and target in rig.maps and channel.path in bones.BONE_PATHS:
-        return bones.key_bone_channel(actions, channel, times, values, record, rig, baked)
+        return bones.key_bone_channel(actions, channel, times, values, record, rig, posed)
     if kind == "object" and channel.path == "hide" and target in targets["object"]:
         return mesh.key_visibility(actions, targets["object"][target], times, values, record)
     shape_keys = targets["shape_key"][target].data.shape_keys if target in targets["shape_key"] else None
@@ -481,12 +517,16 @@ def fcurve_digest(curves: dict[int, np.ndarray]) -> str:
     recompute). Any other digest means the keys were edited."""
     indices = sorted(curves)
     rows = np.concatenate([curves[i] for i in indices]) if len(indices) != 1 else curves[indices[0]]
+    counts = ",".join(f"{i}:{len(curves[i])}" for i in indices)
     codes = rows[:, 6].astype(np.int8)
     columns = 6 if INTERPOLATION_CODES["BEZIER"] in codes else 2
-    counts = ",".join(f"{i}:{len(curves[i])}" for i in indices)
-    return hashlib.sha1(
-        counts.encode() + rows[:, :columns].astype(np.float32).tobytes() + codes.tobytes()
-    ).hexdigest()
+    return _digest(counts, rows[:, :columns].astype(np.float32).tobytes(), codes.tobytes())
+
+
+def _digest(counts: str, keys: bytes, codes: bytes) -> str:
+    """``fcurve_digest`` of F-curves one after another: ``counts`` "index:keys" of each, their float32
+    keys (frame, value and, when a key is Bézier, handles: 6 columns, else 2) and int8 codes."""
+    return hashlib.sha1(counts.encode() + keys + codes).hexdigest()
 
 
 def _restore(record: ChannelRecord, curves: dict[int, np.ndarray], maps, target: str) -> list[Channel]:
@@ -519,24 +559,31 @@ def _restore(record: ChannelRecord, curves: dict[int, np.ndarray], maps, target:
     return [channel]
 
 
-def _keep_scene_keys(record: ChannelRecord, curves, scene_channels: list[Channel], rig) -> None:
+def _keep_scene_keys(record: ChannelRecord, written: Written, scene_keys: list[Keys], float32, rig) -> None:
     """Keep with the record the keys of each Scene channel that its F-curves as written do not give back
-    bit for bit (``_as_imported``): keys not all float32, spread apart or baked, merged components…"""
-    scene_keys = [Keys.of(channel) for channel in scene_channels]
-    float32 = [_is_float32(keys) for keys in scene_keys]  # restored keys are: others cannot match
+    bit for bit (``_as_imported``): keys not all float32 (``float32``: whether each is, ``_are_float32``),
+    spread apart or baked, merged components…"""
     restored = []
-    if any(float32):
+    if any(float32):  # restored keys are float32: others cannot match
         bone = record.kind == "bone"
         target = rig.pose_names[record.target] if bone else record.target
-        restored = _as_imported(_restore(record, curves, rig.exported if bone else {}, target))
+        restored = _as_imported(_restore(record, written.rows(), rig.exported if bone else {}, target))
     for i, (source, keys) in enumerate(zip(record.sources, scene_keys, strict=True)):
         if not float32[i] or i >= len(restored) or not _same_keys(Keys.of(restored[i]), keys):
             source.keys = keys
 
 
-def _is_float32(keys: Keys) -> bool:
-    arrays = (keys.times, keys.values, keys.handles_left, keys.handles_right)
-    return all(a is None or (a.astype(np.float32) == a).all() for a in arrays)
+def _are_float32(keys: list[Keys]) -> list[bool]:
+    """Whether each of ``keys`` holds float32 values only, tested all together."""
+    arrays = [
+        [a.ravel() for a in (k.times, k.values, k.handles_left, k.handles_right) if a is not None]
+        for k in keys
+    ]
+    sizes = np.array([sum(map(len, parts)) for parts in arrays], np.int64)
+    flat = np.concatenate([a for parts in arrays for a in parts] + [np.zeros(0)])
+    inexact = np.concatenate([[0], np.cumsum(flat.astype(np.float32) != flat)])  # running count
+    ends = np.cumsum(sizes)
+    return (inexact[ends] == inexact[ends - sizes]).tolist()
 
 
 def _as_imported(channels: list[Channel]) -> list[Channel]:

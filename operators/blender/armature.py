@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
 
@@ -62,6 +62,15 @@ class Rig:
     obj: bpy.types.Object
     pose_names: dict[str, str]  # Scene bone name → pose bone name
     maps: dict[str, BoneMaps]  # Scene bone name → its maps, from the Scene's rest
+    components: dict = field(default_factory=dict)  # ``single_component``'s answers, by channel
+
+    def single_component(self, channel: Channel) -> tuple[int, float, float] | None:
+        """``_single_component`` of a per-component bone channel (asked again for every animation)."""
+        key = (channel.target, channel.path, channel.index)
+        if key not in self.components:
+            pose_bone = self.obj.pose.bones[self.pose_names[channel.target]]
+            self.components[key] = _single_component(channel, self.maps[channel.target], pose_bone)
+        return self.components[key]
 
     @cached_property
     def exported(self) -> dict[str, BoneMaps]:
@@ -262,7 +271,7 @@ def _single_component(channel: Channel, maps: BoneMaps, pose_bone) -> tuple[int,
     source = maps.permutations[channel.path]
     if source is None:
         return None
-    r = int(np.flatnonzero(source == channel.index)[0])
+    r = source.tolist().index(channel.index)  # a permutation: every component once
     return r, float(a[r, channel.index]), float(b[r])
 
 
@@ -282,8 +291,7 @@ def component_channels(channels, rig: Rig) -> list[tuple[Channel, list[Channel] 
             channel.index is None
             or bone is None
             or channel.path not in BONE_PATHS
-            or _single_component(channel, bone, rig.obj.pose.bones[rig.pose_names[channel.target]])
-            is not None
+            or rig.single_component(channel) is not None
         ):
             out.append(channel)
             continue
@@ -292,10 +300,13 @@ def component_channels(channels, rig: Rig) -> list[tuple[Channel, list[Channel] 
             parts = groups[(channel.target, channel.path)] = []
             out.append(parts)
         parts.append(channel)
-    baking = [p for p in out if isinstance(p, list) and _bakes_merge(p)]
+    shared = {id(p): _shares_keys(p) for p in out if isinstance(p, list)}
+    baking = [p for p in out if isinstance(p, list) and _bakes_merge(p, shared[id(p)])]
     baked = dict(zip(map(id, baking), _bake_merges(baking, rig.maps), strict=True))
     return [
-        (_merged(p, rig.maps[p[0].target], baked.get(id(p))), p) if isinstance(p, list) else (p, None)
+        (_merged(p, rig.maps[p[0].target], shared[id(p)], baked.get(id(p))), p)
+        if isinstance(p, list)
+        else (p, None)
         for p in out
     ]
 
@@ -307,9 +318,10 @@ def _shares_keys(parts: list[Channel]) -> bool:
     return all(np.array_equal(p.times, times) and p.interpolation == first.interpolation for p in parts)
 
 
-def _bakes_merge(parts: list[Channel]) -> bool:
-    """Whether ``_merged`` bakes ``parts``: components keyed at different frames, not all steps."""
-    return not _shares_keys(parts) and not all(p.interpolation == "CONSTANT" for p in parts)
+def _bakes_merge(parts: list[Channel], shared: bool) -> bool:
+    """Whether ``_merged`` bakes ``parts`` (``shared``: ``_shares_keys``): components keyed at different
+    frames, not all steps."""
+    return not shared and not all(p.interpolation == "CONSTANT" for p in parts)
 
 
 def _rows_by_curve(curve: np.ndarray, count: int) -> tuple[np.ndarray, list[tuple[int, slice]]]:
@@ -325,48 +337,54 @@ def _bake_merges(groups: list[list[Channel]], maps: dict[str, BoneMaps]) -> list
     if not groups:
         return []
     rests = np.array([maps[parts[0].target].rest_values[parts[0].path] for parts in groups])
+    keys = [  # of each part, as ``sample_many`` takes them (less the frames)
+        [
+            (
+                p.times,
+                np.asarray(p.values, np.float64).reshape(-1, 1),
+                p.interpolation,
+                p.handles_left,
+                p.handles_right,
+            )
+            for p in parts
+        ]
+        for parts in groups
+    ]
 
     def evaluate(curve, frames):  # every part of every group in one pass
         values = rests[curve]
         order, rows = _rows_by_curve(curve, len(groups))
-        jobs = [(order[r], frames[order[r]], p) for c, r in rows for p in groups[c]]
-        sampled = sample_many(
-            [
-                (p.times, np.asarray(p.values, np.float64).reshape(-1, 1), p.interpolation)
-                + (p.handles_left, p.handles_right, at)
-                for _, at, p in jobs
-            ]
-        )
-        for (where, _, p), part in zip(jobs, sampled, strict=True):
-            values[where, p.index] = part[:, 0]
+        jobs, sampling = [], []
+        for c, r in rows:
+            where = order[r]
+            at = (frames[where],)
+            jobs += [(where, p.index) for p in groups[c]]
+            sampling += [part + at for part in keys[c]]
+        for (where, index), part in zip(jobs, sample_many(sampling), strict=True):
+            values[where, index] = part[:, 0]
         return values
 
     times = [np.unique(np.concatenate([np.asarray(p.times, np.float64) for p in parts])) for parts in groups]
     return bake_many(times, evaluate)
 
 
-def _merged(parts: list[Channel], maps: BoneMaps, baked: tuple | None) -> Channel:
+def _merged(parts: list[Channel], maps: BoneMaps, shared: bool, baked: tuple | None) -> Channel:
     """One channel of every component of ``parts``' path; components they do not key hold the rest value.
-    Components keyed at different frames are baked together (``baked``: ``_bake_merges``' keys of
-    them), steps at their keys."""
+    Components keyed at different frames (not ``shared``: ``_shares_keys``) are baked together
+    (``baked``: ``_bake_merges``' keys of them), steps at their keys."""
     first = parts[0]
     rest = maps.rest_values[first.path]
     times = np.asarray(first.times, np.float64)
     interpolation, left, right = first.interpolation, None, None
-    if _shares_keys(parts):
+    if shared:
         values = np.tile(rest, (len(times), 1))
         for p in parts:
             values[:, p.index] = np.asarray(p.values, np.float64).reshape(-1)
         if first.interpolation == "BEZIER" and all(p.handles_left is not None for p in parts):
-            left, right = (
-                np.stack(
-                    np.broadcast_arrays(
-                        np.asarray(getattr(first, side), np.float64)[:, :1, 0], rest[None, :]
-                    ),
-                    axis=-1,
-                ).copy()
-                for side in ("handles_left", "handles_right")
-            )
+            left, right = np.empty((2, len(times), len(rest), 2))  # unkeyed: at the rest value
+            for side, handles in ((left, first.handles_left), (right, first.handles_right)):
+                side[..., 0] = np.asarray(handles, np.float64)[:, :1, 0]
+                side[..., 1] = rest
             for p in parts:
                 left[:, p.index] = np.asarray(p.handles_left, np.float64)[:, 0]
                 right[:, p.index] = np.asarray(p.handles_right, np.float64)[:, 0]
@@ -394,10 +412,20 @@ def _merged(parts: list[Channel], maps: BoneMaps, baked: tuple | None) -> Channe
     return Channel("bone", first.target, first.path, times, values, interpolation, left, right, first.extras)
 
 
-def bake_channels(channels: list[Channel], rig: Rig) -> dict[int, tuple]:
-    """``_baked`` keys of each of ``channels`` that ``key_bone_channel`` bakes (steps aside), by id of the
-    channel: one ``bake_many`` per pose path for all, so that the bake costs no fixed time per channel."""
+class Posed(NamedTuple):
+    """A whole-vector bone channel as ``pose_channels`` found it: its keys mapped onto the pose
+    (``map_keys``: values, handles), or baked (``_baked``) where no affine map carries them."""
+
+    mapped: tuple | None
+    baked: tuple | None
+
+
+def pose_channels(channels: list[Channel], rig: Rig) -> dict[int, Posed]:
+    """Each of ``channels`` that ``key_bone_channel`` maps or bakes (steps aside), by id of the channel:
+    mapped once here, the bakes in one ``bake_many`` per pose path for all, so that the bake costs no
+    fixed time per channel."""
     jobs: dict[str, list] = {}
+    posed: dict[int, Posed] = {}
     for channel in channels:
         maps = rig.maps.get(channel.target) if channel.target_kind == "bone" else None
         if (
@@ -412,48 +440,55 @@ def bake_channels(channels: list[Channel], rig: Rig) -> dict[int, tuple]:
         values = np.asarray(channel.values, np.float64).reshape(len(times), -1)
         hl = None if channel.handles_left is None else np.asarray(channel.handles_left, np.float64)
         hr = None if channel.handles_right is None else np.asarray(channel.handles_right, np.float64)
-        pose_bone = rig.obj.pose.bones[rig.pose_names[channel.target]]
-        if _mapped(channel.path, values, hl, hr, channel.interpolation, maps, pose_bone) is None:
+        mapped = _mapped(channel.path, values, hl, hr, channel.interpolation, rig, channel.target)
+        if mapped is None:
             jobs.setdefault(channel.path, []).append(_BakeJob(channel, times, values, hl, hr, maps))
-    return {
-        id(job.channel): baked
-        for group in jobs.values()
-        for job, baked in zip(group, _baked(group), strict=True)
-    }
+        else:
+            posed[id(channel)] = Posed(mapped, None)
+    for group in jobs.values():
+        for job, baked in zip(group, _baked(group), strict=True):
+            posed[id(job.channel)] = Posed(None, baked)
+    return posed
 
 
-def _mapped(path, values, hl, hr, interpolation, maps: BoneMaps, pose_bone):
-    """``map_keys`` of a whole-vector channel onto its pose path; None when it has to be baked."""
-    if path not in maps.maps or (path == "rotation_euler" and pose_bone.rotation_mode != "XYZ"):
+def _mapped(path, values, hl, hr, interpolation, rig: Rig, bone: str):
+    """``map_keys`` of a whole-vector channel of ``bone`` onto its pose path; None when it has to be baked."""
+    maps = rig.maps[bone]
+    if path not in maps.maps or (
+        path == "rotation_euler" and rig.obj.pose.bones[rig.pose_names[bone]].rotation_mode != "XYZ"
+    ):
         return None
     return map_keys(values, hl, hr, interpolation, *maps.maps[path])
 
 
-def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig: Rig, baked=None):
+def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig: Rig, posed=None):
     """Key a bone channel on its pose bone; returns its planned keys (``animation.Written``).
-    ``baked``: the channel's ``bake_channels`` result, when it has one."""
+    ``posed``: the channel's ``pose_channels`` result, when it has one."""
     maps, pose_name = rig.maps[channel.target], rig.pose_names[channel.target]
-    pose_bone = rig.obj.pose.bones[pose_name]
     path = channel.path
     interpolation = channel.interpolation
     hl = None if channel.handles_left is None else np.asarray(channel.handles_left, np.float64)
     hr = None if channel.handles_right is None else np.asarray(channel.handles_right, np.float64)
-    data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
+    bone_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].'
     if channel.index is not None:  # one component onto one pose component: factor and offset only
-        component, factor, offset = _single_component(channel, maps, pose_bone)
+        component, factor, offset = rig.single_component(channel)
         record.array_index = component
         if hl is not None and hr is not None:
             hl, hr = hl.copy(), hr.copy()
             hl[..., 1] = hl[..., 1] * factor + offset
             hr[..., 1] = hr[..., 1] * factor + offset
-        fcurves = actions.fcurves(rig.obj, "OBJECT", data_path, 1, pose_name, record, (component,))
+        fcurves = actions.fcurves(rig.obj, "OBJECT", bone_path + path, 1, pose_name, record, (component,))
         return actions.write(fcurves, record, times, values * factor + offset, interpolation, hl, hr)
     if path == "rotation_quaternion" and interpolation == "LINEAR":
         # Before the map: it is orthogonal on quaternions, so it carries the slerp, but which arc is
         # the shorter between keys half a turn apart (dot 0) is the channel's to say, not rounding's.
         times, values, added = slerp_keys(times, values, compat.MERGE_DISTANCE)
         record.slerp = added.tolist()
-    mapped = None if baked is not None else _mapped(path, values, hl, hr, interpolation, maps, pose_bone)
+        posed = None  # the keys changed: mapped again
+    baked = None if posed is None else posed.baked
+    mapped = None if posed is None else posed.mapped
+    if mapped is None and baked is None:
+        mapped = _mapped(path, values, hl, hr, interpolation, rig, channel.target)
     if mapped is None:
         record.baked = path
         if baked is None:
@@ -463,8 +498,7 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
     new_values, hl, hr = mapped
     if path == "rotation_quaternion":
         new_values, hl, hr = _continuous(new_values, hl, hr, record)
-    data_path = f'pose.bones["{bpy.utils.escape_identifier(pose_name)}"].{path}'
-    fcurves = actions.fcurves(rig.obj, "OBJECT", data_path, new_values.shape[1], pose_name, record)
+    fcurves = actions.fcurves(rig.obj, "OBJECT", bone_path + path, new_values.shape[1], pose_name, record)
     return actions.write(fcurves, record, times, new_values, interpolation, hl, hr)
 
 
@@ -559,7 +593,8 @@ def extract_skeleton(armature_obj) -> Skeleton:
     bones = armature.bones
     recorded = props.to_python(armature[props.JOINT_ORDER]) if props.JOINT_ORDER in armature else []
     names = [n for n in recorded if n in bones]
-    names += [b.name for b in bones if b.name not in set(names)]
+    known = set(names)
+    names += [b.name for b in bones if b.name not in known]
     names = _parents_first(names, bones)
     index = {n: i for i, n in enumerate(names)}
     parents = np.array([index[bones[n].parent.name] if bones[n].parent else -1 for n in names], np.int32)

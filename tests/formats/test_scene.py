@@ -1,8 +1,12 @@
 from dataclasses import replace
 
 import numpy as np
+import pytest
+from retro_models.formats.errors import FormatError
 from retro_models.formats.scene import (
+    Animation,
     Channel,
+    Scene,
     Skeleton,
     axis_matrix,
     compose,
@@ -10,6 +14,8 @@ from retro_models.formats.scene import (
     matrix_to_quat,
     quat_multiply,
     quat_to_matrix,
+    tree_order,
+    validate,
 )
 
 
@@ -85,3 +91,30 @@ def test_keys_digest_of_a_channel_without_keys():
 
     empty = Channel("BONE", "b", "location", np.zeros(0), np.zeros((0, 3)))
     assert keys_digest(empty) != keys_digest(Channel("BONE", "b", "location", np.zeros(1), np.zeros((1, 3))))
+
+
+def test_tree_order_by_depth_then_file_order():
+    # 0 ─ 3 ─ 1, 0 ─ 4, root 2 ─ 5: depth 0: 0, 2; depth 1: 3, 4, 5; depth 2: 1.
+    assert tree_order(np.array([-1, 3, -1, 0, 0, 2])) == [0, 2, 3, 4, 5, 1]
+    assert tree_order(np.arange(-1, 999)) == list(range(1000))  # a chain: one node per depth
+    assert tree_order(np.zeros(0, np.int32)) == []
+    for cycle in ([1, 0], [0], [-1, 2, 1]):
+        with pytest.raises(ValueError, match="cycle"):
+            tree_order(np.array(cycle))
+
+
+def test_validate_names_the_first_bad_key_part():
+    """Every channel is checked at once; the error still names the first bad part, channel by channel."""
+    times = np.arange(3.0)
+    good = Channel("bone", "a", "location", times, np.zeros((3, 3)))
+    bad_handles = Channel("bone", "b", "scale", times, np.ones((3, 3)), "BEZIER", np.zeros((3, 3, 2)), None)
+    bad_handles.handles_right = np.zeros((3, 3, 2))
+    bad_handles.handles_right[1, 2, 1] = np.inf
+    bad_times = Channel("bone", "c", "location", np.array([0.0, 2e6]), np.zeros((2, 3)))
+    for channels, expected in (
+        ([good, bad_handles, bad_times], "bone 'b' scale: key handles: 1 non-finite"),
+        ([good, bad_times, bad_handles], "bone 'c' location: key times must be finite"),
+    ):
+        with pytest.raises(FormatError, match=expected):
+            validate(Scene("s", animations=[Animation("run", channels)]))
+    validate(Scene("s", animations=[Animation("run", [good])]))

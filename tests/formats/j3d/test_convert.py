@@ -10,7 +10,7 @@ from j3d_fixtures import bck_bytes, bpk_bytes, brk_bytes, btk_bytes, btp_bytes
 from retro_models.formats.errors import FormatError
 from retro_models.formats.j3d import bck, bpk, brk, btk, btp, convert, evaluate
 from retro_models.formats.j3d.container import TRACK_DTYPE, Keys
-from retro_models.formats.scene import Channel
+from retro_models.formats.scene import Channel, keys_digest
 
 FIXTURES = {
     "bck": (bck, bck_bytes),
@@ -49,7 +49,25 @@ def channel_of(keys: Keys, mode: int) -> Channel:
     entries = np.stack([keys.times, keys.values, keys.in_tangents, keys.out_tangents], 1)
     bank = (entries if mode else entries[:, :3]).reshape(-1)
     track = np.array([(len(keys.times), 0, mode)], TRACK_DTYPE)[0]
-    return convert.track_channel("bone", "b", "location", 0, track, bank, 1.0, 0.0)
+    return convert.track_channels([("bone", "b", "location", 0)], track, bank, 1.0, 0.0)[0]
+
+
+def test_tracks_together_give_each_track_alone():
+    """One table of empty, single-value and keyed tracks (both tangent modes, keys at one time too):
+    each channel bit for bit what its track gives alone."""
+    rng = np.random.default_rng(5)
+    bank = rng.normal(size=200).astype(np.float32)
+    bank[[0, 3]] = 2.0  # the first two keys of the third track at one time
+    tracks = np.array(
+        [(0, 0, 0), (1, 7, 0), (3, 0, 0), (2, 20, 1), (0, 0, 1), (5, 40, 1), (1, 0, 1), (4, 100, 0)],
+        TRACK_DTYPE,
+    )
+    targets = [("bone", f"b{n}", "location", n % 3) for n in range(len(tracks))]
+    together = convert.track_channels(targets, tracks, bank, 0.5, 1.0)
+    for target, track, channel in zip(targets, tracks, together, strict=True):
+        alone = convert.track_channels([target], track, bank, 0.5, 1.0)[0]
+        assert keys_digest(channel) == keys_digest(alone) == channel.origin.digest
+        assert (channel.extras, channel.origin.track) == (alone.extras, alone.origin.track)
 
 
 def test_handles_a_third_of_the_segment_away():
