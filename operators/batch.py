@@ -542,7 +542,9 @@ def attached() -> dict:
             for owner in getattr(bpy.data, kind)
             if props.ANIMATIONS in owner
         ]
-    known = {records.record_group(a): _record_index(a) for a in bpy.data.actions if records.is_primary(a)}
+    known = {
+        records.record_group(a): records.record_index(a) for a in bpy.data.actions if records.is_primary(a)
+    }
     places = {}
     for kind, name, groups in lists:
         place = -1  # a group that made no action (nothing it animates was built): the place before it
@@ -550,15 +552,6 @@ def attached() -> dict:
             place = known.get(group, place)
             places[group] = [model.get((kind, name), -1), place]
     return {"lists": lists, "places": places}
-
-
-def _record_index(action) -> int:
-    """``AnimationRecord.index`` of an action the builder made, read alone as ``records.record_group`` reads
-    the group (``records.read_record`` decodes every channel too: a second for a part of SunshineMario.arc)."""
-    from ..formats import extras as codec
-    from .blender import props
-
-    return codec.decode(action[props.ANIMATION]["index"])
 
 
 def join_parts(parts: list[str], out: str, attached: list[dict]) -> None:

@@ -127,6 +127,12 @@ def record_group(action) -> str | None:
     return None if stored is None else stored.get("group")
 
 
+def record_index(action) -> int | None:
+    """``AnimationRecord.index`` of the action."""
+    stored = action.get(props.ANIMATION)
+    return None if stored is None else codec.decode(stored.get("index"))
+
+
 def is_primary(action) -> bool:
     """``AnimationRecord.primary`` of the action."""
     stored = action.get(props.ANIMATION)

@@ -16,6 +16,7 @@ from retro_models.operators.blender.records import (
     is_primary,
     read_record,
     record_group,
+    record_index,
     write_record,
 )
 
@@ -74,7 +75,7 @@ def test_record_comes_back_exactly(empty_scene):
     write_record(action, record)
     assert_same(read_record(action), record)
     # What the sidebar reads to list and switch animations.
-    assert (record_group(action), is_primary(action)) == ("f00d", False)
+    assert (record_group(action), record_index(action), is_primary(action)) == ("f00d", 7, False)
     assert channel_targets(action) == [("bone", 'arm "L"')]
 
 
