@@ -703,25 +703,25 @@ def _keys_of_rows(curves: list[np.ndarray]):
     curves = [rows for rows in curves if len(rows)]
     if not curves:
         return None
-    codes = [_segment_codes(rows) for rows in curves]
-    used = set(np.concatenate(codes).tolist())
     times = curves[0][:, 0]
-    same_times = all(len(rows) == len(times) and (rows[:, 0] == times).all() for rows in curves)
+    if all(len(rows) == len(times) for rows in curves):  # codes and times tested for all curves at once
+        keys = np.stack(curves, axis=1)  # (K, C, 7)
+        used = set(_segment_codes(keys).ravel().tolist())
+        same_times = bool((keys[:, :, 0] == times[:, None]).all())
+    else:
+        used = set(np.concatenate([_segment_codes(rows) for rows in curves]).tolist())
+        same_times = False
     if len(used) == 1 and (same_times or used != {INTERPOLATION_CODES["BEZIER"]}):
         interpolation = _INTERPOLATION_NAMES[used.pop()]
         if not same_times:  # a curve of straight lines or steps is itself at the union of its keys
             times = np.unique(np.concatenate([rows[:, 0] for rows in curves]))
             columns = [sample(rows[:, 0], rows[:, 1:2], interpolation, None, None, times) for rows in curves]
             return times, np.concatenate(columns, axis=1), interpolation, None, None
-        keys = np.stack(curves, axis=1)  # (K, C, 7)
         if interpolation != "BEZIER":
             return times, keys[:, :, 1], interpolation, None, None
         return times, keys[:, :, 1], interpolation, keys[:, :, 2:4], keys[:, :, 4:6]
     if same_times and INTERPOLATION_CODES["CONSTANT"] not in used:
-        keys = np.stack(
-            [_linear_handles(rows, segment_codes) for rows, segment_codes in zip(curves, codes, strict=True)],
-            1,
-        )
+        keys = np.stack([_linear_handles(rows, _segment_codes(rows)) for rows in curves], 1)
         return times, keys[:, :, 1], "BEZIER", keys[:, :, 2:4], keys[:, :, 4:6]
     frames = np.unique(np.concatenate([rows[:, 0] for rows in curves]))
     baked = bake_keys(frames, lambda at: np.concatenate([_played(rows, at) for rows in curves], axis=1))
@@ -729,9 +729,10 @@ def _keys_of_rows(curves: list[np.ndarray]):
 
 
 def _segment_codes(rows: np.ndarray) -> np.ndarray:
-    """The interpolation code of each segment of an F-curve's rows (of its one key when it has one):
-    Blender's easings beyond CONSTANT, LINEAR and BEZIER count as LINEAR."""
-    codes = rows[:-1, 6] if len(rows) > 1 else rows[:, 6]
+    """The interpolation code of each segment of an F-curve's rows (K, 7) (of its one key when it has
+    one), or of several F-curves' (K, C, 7): Blender's easings beyond CONSTANT, LINEAR and BEZIER count
+    as LINEAR."""
+    codes = rows[:-1, ..., 6] if len(rows) > 1 else rows[..., 6]
     return np.where(codes > INTERPOLATION_CODES["BEZIER"], INTERPOLATION_CODES["LINEAR"], codes).astype(int)
 
 

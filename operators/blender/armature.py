@@ -421,7 +421,8 @@ class Posed(NamedTuple):
 
 
 def pose_channels(channels: list[Channel], rig: Rig) -> dict[int, Posed]:
-    """Each of ``channels`` that ``key_bone_channel`` maps or bakes (steps aside), by id of the channel:
+    """Each of ``channels`` that ``key_bone_channel`` maps or bakes (steps and LINEAR quaternions, which
+    get their slerp keys first, aside), by id of the channel:
     mapped once here, the bakes in one ``bake_many`` per pose path for all, so that the bake costs no
     fixed time per channel."""
     jobs: dict[str, list] = {}
@@ -433,6 +434,9 @@ def pose_channels(channels: list[Channel], rig: Rig) -> dict[int, Posed]:
             or channel.index is not None
             or channel.path not in BONE_PATHS
             or channel.interpolation == "CONSTANT"
+            or (
+                channel.path == "rotation_quaternion" and channel.interpolation == "LINEAR"
+            )  # slerp keys first
             or not len(channel.times)
         ):
             continue
