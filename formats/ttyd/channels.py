@@ -37,7 +37,7 @@ import numpy as np
 
 from ..scene import Animation, Channel, ChannelOrigin, ShapeKey, keys_digest
 from . import model as fmt
-from .evaluate import FPS, Evaluator, node_matrix
+from .evaluate import FPS, Evaluator, node_entry_rows, node_matrix
 from .images import texture_image
 from .materials import mapping_location
 from .matrices import apply, decompose, inverse
@@ -86,20 +86,17 @@ def scene_animation(
 def node_entries(anim: AnimationData, floats: np.ndarray) -> list[list[int]]:
     """The node-delta entries of the given node floats as (keyframe, float, value, tangent in,
     tangent out) rows in file order (index-only filler entries left out)."""
-    kf, index, entries = fmt.running_indices(anim.keyframes, "node", anim.node_deltas["step"])
-    deltas = anim.node_deltas[entries]
-    mine = np.isin(index, floats) & (
-        (deltas["value"] != 0) | (deltas["tangent_in"] != 0) | (deltas["tangent_out"] != 0)
-    )
-    rows = np.stack(
-        [kf, index] + [deltas[k].astype(np.int64) for k in ("value", "tangent_in", "tangent_out")], axis=1
-    )
-    return rows[mine].tolist()
+    rows = node_entry_rows(anim, fmt.running_indices(anim.keyframes, "node", anim.node_deltas["step"]))
+    return rows[np.isin(rows[:, 1], floats)].tolist()
 
 
-def _with_origin(channel: Channel, anim: AnimationData, floats: np.ndarray) -> Channel:
+def _with_origin(channel: Channel, evaluator: Evaluator, floats: np.ndarray) -> Channel:
+    rows = evaluator.node_entries  # ``node_entries`` of every node float, made once per animation
     channel.origin = ChannelOrigin(
-        {"node_floats": [int(floats[0]), int(floats[-1]) + 1], "entries": node_entries(anim, floats)},
+        {
+            "node_floats": [int(floats[0]), int(floats[-1]) + 1],
+            "entries": rows[np.isin(rows[:, 1], floats)].tolist(),
+        },
         keys_digest(channel),
     )
     return channel
@@ -136,8 +133,7 @@ def _node_direct(model, evaluator, g, parents, touched) -> bool:
 
 
 def _node_channels(model, scene, evaluator, axis, world, parents, bone_of) -> list[Channel]:
-    anim = evaluator.anim
-    _, index, _ = fmt.running_indices(anim.keyframes, "node", anim.node_deltas["step"])
+    _, index, _ = evaluator.running["node"]
     touched = np.zeros(len(model.node_floats), bool)
     touched[index] = True
     if not scene.skeletons:
@@ -211,7 +207,7 @@ def _direct_channels(model, evaluator, node, touched, bone) -> list[Channel]:
                 extras={"node_float": f},
                 index=c,
             )
-            channels.append(_with_origin(channel, evaluator.anim, np.array([f])))
+            channels.append(_with_origin(channel, evaluator, np.array([f])))
     return channels
 
 
@@ -232,7 +228,7 @@ def _held_scale(model, evaluator, node, touched, bone) -> list[Channel]:
             extras={"node_float": f},
             index=int(c),
         )
-        channels.append(_with_origin(channel, evaluator.anim, np.array([f])))
+        channels.append(_with_origin(channel, evaluator, np.array([f])))
     return channels
 
 
@@ -309,7 +305,7 @@ def _baked_channels(model, evaluator, groups, axis, world, parents, bones, bone_
             channel = Channel(
                 "bone", bone, path, times.copy(), values, "BEZIER", left, right, extras={"baked": True}
             )
-            channels.append(_with_origin(channel, anim, np.arange(node, node + NODE_FLOATS)))
+            channels.append(_with_origin(channel, evaluator, np.arange(node, node + NODE_FLOATS)))
     return channels
 
 

@@ -24,6 +24,7 @@ precomputed once per animation.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -74,7 +75,7 @@ class Evaluator:
         keys = anim.keyframes
         self.times = keys["time"].astype(np.float64)
         count = len(keys)
-        running = {
+        self.running = running = {  # ``running_indices`` of each kind
             kind: running_indices(keys, kind, getattr(anim, table)["step"])
             for kind, (table, _) in DELTA_TABLES.items()
         }
@@ -124,6 +125,11 @@ class Evaluator:
         for slopes, key in ((self.node_slope_in, "tangent_in"), (self.node_slope_out, "tangent_out")):
             degrees = deltas[key][hermite].astype(np.float64)
             np.add.at(slopes, (kf[hermite], column[hermite]), np.tan(np.radians(degrees)))
+
+    @cached_property
+    def node_entries(self) -> np.ndarray:
+        """``node_entry_rows`` of the animation."""
+        return node_entry_rows(self.anim, self.running["node"])
 
     def columns(self, index: np.ndarray, steps: np.ndarray, wanted) -> np.ndarray:
         """``steps`` (K, U, …) spread over the ``wanted`` target indices (zero where untouched)."""
@@ -215,6 +221,18 @@ class Evaluator:
             chosen != 0, chosen > 0, visibility[:, self.visibility_index]
         )
         return visibility
+
+
+def node_entry_rows(anim: AnimationData, running) -> np.ndarray:
+    """(keyframe, float, value, tangent in, tangent out) int64 rows of the node-delta entries in file
+    order, index-only filler entries left out; ``running``: the node kind's ``running_indices``."""
+    kf, index, entries = running
+    deltas = anim.node_deltas[entries]
+    moving = (deltas["value"] != 0) | (deltas["tangent_in"] != 0) | (deltas["tangent_out"] != 0)
+    rows = np.stack(
+        [kf, index] + [deltas[k].astype(np.int64) for k in ("value", "tangent_in", "tangent_out")], axis=1
+    )
+    return rows[moving]
 
 
 def _vertex_deltas(count: int, running, deltas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
