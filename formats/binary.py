@@ -11,6 +11,7 @@ written in one call.
 from __future__ import annotations
 
 import struct
+from functools import cache
 
 import numpy as np
 
@@ -222,6 +223,7 @@ class Writer:
         self.buf += (fill * (pad // len(fill) + 1))[:pad]
 
 
+@cache  # few dtypes, asked for by every table read and written
 def with_endian(dt: np.dtype, endian: str) -> np.dtype:
     """``dt`` with every multi-byte field in the given byte order (structured dtypes too)."""
     if dt.fields is None:

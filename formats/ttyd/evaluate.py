@@ -79,7 +79,9 @@ class Evaluator:
             kind: running_indices(keys, kind, getattr(anim, table)["step"])
             for kind, (table, _) in DELTA_TABLES.items()
         }
-        touched = sum(len(np.unique(index)) for _, index, _ in running.values())
+        # The targets each kind touches, and each delta's column among them.
+        found = {kind: np.unique(index, return_inverse=True) for kind, (_, index, _) in running.items()}
+        touched = sum(len(targets) for targets, _ in found.values())
         if count * touched > EVALUATION_BUDGET:
             raise FormatError(
                 filename,
@@ -88,12 +90,14 @@ class Evaluator:
             )
 
         self.position_index, self.position_steps = _vertex_deltas(
-            count, running["position"], anim.position_deltas
+            count, running["position"], found["position"], anim.position_deltas
         )
-        self.normal_index, self.normal_steps = _vertex_deltas(count, running["normal"], anim.normal_deltas)
+        self.normal_index, self.normal_steps = _vertex_deltas(
+            count, running["normal"], found["normal"], anim.normal_deltas
+        )
 
-        kf, index, entries = running["texture"]
-        self.texture_index, column = np.unique(index, return_inverse=True)
+        kf, _, entries = running["texture"]
+        self.texture_index, column = found["texture"]
         self.frame_steps = np.zeros((count, len(self.texture_index)), np.int64)
         self.translate_steps = np.zeros((count, len(self.texture_index), 2))
         np.add.at(self.frame_steps, (kf, column), anim.texture_deltas["frame_step"][entries])
@@ -106,13 +110,13 @@ class Evaluator:
         kf, index, value = kf[changes], index[changes], value[changes]
         self.visibility_index, column = np.unique(index, return_inverse=True)
         self.visibility_sets = np.zeros((count, len(self.visibility_index)), np.int8)
-        # Later entries win: keep only each (keyframe, index)'s last change.
-        order = np.lexsort((np.arange(len(kf)), column, kf))[::-1]
-        _, last = np.unique(np.stack([kf[order], column[order]]), axis=1, return_index=True)
-        self.visibility_sets[kf[order][last], column[order][last]] = value[order][last]
+        # Later entries win: keep only each (keyframe, index)'s last change (the first one seen backwards).
+        cells = (kf * len(self.visibility_index) + column)[::-1]
+        cells, first = np.unique(cells, return_index=True)
+        self.visibility_sets.ravel()[cells] = value[::-1][first]
 
-        kf, index, entries = running["node"]
-        self.node_index, column = np.unique(index, return_inverse=True)
+        kf, _, entries = running["node"]
+        self.node_index, column = found["node"]
         deltas = anim.node_deltas[entries]
         value = deltas["value"].astype(np.float64) * DELTA_UNIT
         linear = np.abs(deltas["tangent_out"].astype(np.int64)) >= LINEAR_TANGENT
@@ -235,11 +239,11 @@ def node_entry_rows(anim: AnimationData, running) -> np.ndarray:
     return rows[moving]
 
 
-def _vertex_deltas(count: int, running, deltas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _vertex_deltas(count: int, running, found, deltas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The vertices a kind's deltas touch and their (K, touched, 3) sums per keyframe; ``running``:
-    the kind's ``running_indices``."""
-    kf, index, entries = running
-    touched, column = np.unique(index, return_inverse=True)
+    the kind's ``running_indices``, ``found``: the vertices it touches and each delta's column among them."""
+    kf, _, entries = running
+    touched, column = found
     out = np.zeros((count, len(touched), 3))
     np.add.at(out, (kf, column), deltas["delta"][entries].astype(np.float64) * DELTA_UNIT)
     return touched, out
