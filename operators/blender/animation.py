@@ -463,10 +463,15 @@ def build_animation(
             keyed.append((record, written, scene_channels))
     actions.make()
     scene_keys = [[Keys.of(c) for c in scene_channels] for _, _, scene_channels in keyed]
-    float32 = iter(_are_float32([k for keys in scene_keys for k in keys]))  # one test for all
-    for (record, written, _), keys in zip(keyed, scene_keys, strict=True):
+    flags = iter(_are_float32([k for keys in scene_keys for k in keys]))  # one test for all
+    float32 = [[next(flags) for _ in keys] for keys in scene_keys]
+    exact = _restores_exactly(keyed, scene_keys, float32, rig)  # the plain bone channels, in bulk
+    for i, ((record, written, _), keys) in enumerate(zip(keyed, scene_keys, strict=True)):
         record.digest = written.digest()
-        _keep_scene_keys(record, written, keys, [next(float32) for _ in keys], rig)
+        if i not in exact:
+            _keep_scene_keys(record, written, keys, float32[i], rig)
+        elif not exact[i]:
+            record.sources[0].keys = keys[0]
     if not actions.actions and rig is not None:  # keep an animation without channels for export
         actions.ensure(rig.obj, "OBJECT")
     actions.finish()
@@ -571,6 +576,74 @@ def _keep_scene_keys(record: ChannelRecord, written: Written, scene_keys: list[K
     for i, (source, keys) in enumerate(zip(record.sources, scene_keys, strict=True)):
         if not float32[i] or i >= len(restored) or not _same_keys(Keys.of(restored[i]), keys):
             source.keys = keys
+
+
+def _restores_exactly(keyed, scene_keys: list[list[Keys]], float32: list[list[bool]], rig) -> dict[int, bool]:
+    """``_keep_scene_keys``' answer (do the F-curves give the Scene keys back?) for each of ``keyed``
+    (by position) whose ``_restore`` is one affine map of its keys (``_plain_bone``), decided in bulk:
+    the keys of every such channel with as many keys and components in one matmul.
+
+    Each channel's arithmetic is ``_restore``'s (``curves.map_keys``: ``values @ a.T + b``): on the
+    same values with a column stride (a column of F-curve rows), numpy's matmul takes its own loop
+    over each matrix of a stack, never BLAS, so each key comes out as ``_restore`` makes it on export.
+    """
+    plain: dict[tuple, list] = {}  # (keys, components) → [(position, a, b, F-curve keys (C, K, 2))]
+    for i, ((record, written, _), keys) in enumerate(zip(keyed, scene_keys, strict=True)):
+        maps = _plain_bone(record, written, keys, float32[i], rig)
+        if maps is not None:
+            co = written.co[np.argsort(written.curves.indices)]  # (C, K, 2) by array index
+            plain.setdefault(co.shape[:2][::-1], []).append((i, *maps, co))
+    exact = {}
+    for (count, width), channels in plain.items():
+        rows = np.empty((len(channels), count, width, 2))  # as F-curve rows: a column stride, as on export
+        for row, (*_, co) in zip(rows, channels, strict=True):
+            row[:] = co.transpose(1, 0, 2)
+        a = np.swapaxes(np.stack([c[1] for c in channels]), 1, 2)
+        b = np.stack([c[2] for c in channels])[:, None, :]
+        restored = (rows[..., 1] @ a + b).astype(np.float32).astype(np.float64)
+        for n, (i, *_) in enumerate(channels):
+            keys = scene_keys[i][0]
+            exact[i] = (
+                keys.times.tobytes() == rows[n, :, 0, 0].tobytes()  # float32 already
+                and keys.values.shape == restored[n].shape
+                and keys.values.tobytes() == restored[n].tobytes()
+            )
+    return exact
+
+
+def _plain_bone(record: ChannelRecord, written: Written, keys: list[Keys], float32: list[bool], rig):
+    """The inverse map (a, b) ``_restore`` takes a bone channel's F-curve keys back by, when that is
+    all it does: one Scene channel of float32 keys without handles keying a whole vector, F-curves of
+    one interpolation at distinct frames, nothing added, flipped or baked on the way in; else None."""
+    if (
+        rig is None
+        or record.kind != "bone"
+        or len(keys) != 1
+        or not float32[0]
+        or record.array_index is not None
+        or record.merged
+        or record.loop
+        or record.slerp
+        or record.flipped
+        or record.baked
+        or keys[0].handles_left is not None
+        or keys[0].handles_right is not None
+    ):
+        return None
+    codes = written.codes
+    if (
+        not len(codes)
+        or (codes != codes[0]).any()
+        or _INTERPOLATION_NAMES.get(int(codes[0])) != keys[0].interpolation
+    ):
+        return None
+    if keys[0].interpolation == "BEZIER" or not (np.diff(written.co[0, :, 0]) > 0).all():
+        return None  # Bézier handles, and keys on one frame (or NaN), take other ways back
+    pose_path = record.data_path.rsplit(".", 1)[1]
+    bone = rig.exported.get(rig.pose_names[record.target])
+    if bone is None or pose_path == "rotation_euler" or pose_path not in bone.inverses:
+        return None
+    return bone.inverses[pose_path]
 
 
 def _are_float32(keys: list[Keys]) -> list[bool]:
