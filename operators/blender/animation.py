@@ -581,40 +581,54 @@ def _keep_scene_keys(record: ChannelRecord, written: Written, scene_keys: list[K
 def _restores_exactly(keyed, scene_keys: list[list[Keys]], float32: list[list[bool]], rig) -> dict[int, bool]:
     """``_keep_scene_keys``' answer (do the F-curves give the Scene keys back?) for each of ``keyed``
     (by position) whose ``_restore`` is one affine map of its keys (``_plain_bone``), decided in bulk:
-    the keys of every such channel with as many keys and components in one matmul.
+    every such channel with as many keys and components in one pass.
 
     Each channel's arithmetic is ``_restore``'s (``curves.map_keys``: ``values @ a.T + b``): on the
     same values with a column stride (a column of F-curve rows), numpy's matmul takes its own loop
     over each matrix of a stack, never BLAS, so each key comes out as ``_restore`` makes it on export.
     """
-    plain: dict[tuple, list] = {}  # (keys, components) → [(position, a, b, F-curve keys (C, K, 2))]
+    plain: dict[tuple, list] = {}  # (keys, components) → [(position, (a, b), F-curve keys (C, K, 2), codes)]
     for i, ((record, written, _), keys) in enumerate(zip(keyed, scene_keys, strict=True)):
-        maps = _plain_bone(record, written, keys, float32[i], rig)
+        maps = _plain_bone(record, keys, float32[i], rig)
         if maps is not None:
-            co = written.co[np.argsort(written.curves.indices)]  # (C, K, 2) by array index
-            plain.setdefault(co.shape[:2][::-1], []).append((i, *maps, co))
+            co, indices = written.co, written.curves.indices
+            if indices != tuple(range(len(indices))):
+                co = co[np.argsort(indices)]  # by array index, as export reads them
+            plain.setdefault(co.shape[1::-1], []).append((i, maps, co, written.codes))
     exact = {}
     for (count, width), channels in plain.items():
+        positions = [c[0] for c in channels]
         rows = np.empty((len(channels), count, width, 2))  # as F-curve rows: a column stride, as on export
-        for row, (*_, co) in zip(rows, channels, strict=True):
+        for row, (_, _, co, _) in zip(rows, channels, strict=True):
             row[:] = co.transpose(1, 0, 2)
-        a = np.swapaxes(np.stack([c[1] for c in channels]), 1, 2)
-        b = np.stack([c[2] for c in channels])[:, None, :]
+        a = np.swapaxes(np.stack([maps[0] for _, maps, _, _ in channels]), 1, 2)
+        b = np.stack([maps[1] for _, maps, _, _ in channels])[:, None, :]
         restored = (rows[..., 1] @ a + b).astype(np.float32).astype(np.float64)
-        for n, (i, *_) in enumerate(channels):
-            keys = scene_keys[i][0]
-            exact[i] = (
-                keys.times.tobytes() == rows[n, :, 0, 0].tobytes()  # float32 already
-                and keys.values.shape == restored[n].shape
-                and keys.values.tobytes() == restored[n].tobytes()
-            )
+        frames = rows[:, :, 0, 0]  # float32 already
+        codes = np.stack([c[3] for c in channels])
+        # One interpolation at distinct frames; else (keys on one frame, NaN) the restore goes other ways.
+        plain_keys = (codes == codes[:, :1]).all(axis=1) & (np.diff(frames, axis=1) > 0).all(axis=1)
+        shaped = [scene_keys[i][0].values.shape == (count, width) for i in positions]
+        same = np.zeros(len(channels), bool)
+        if any(shaped):
+            at = np.flatnonzero(shaped)
+            times = np.stack([scene_keys[positions[n]][0].times for n in at]).view(np.uint64)
+            values = np.stack([scene_keys[positions[n]][0].values for n in at]).view(np.uint64)
+            same[at] = (times == frames[at].view(np.uint64)).all(axis=1) & (
+                values == restored[at].view(np.uint64)
+            ).all(axis=(1, 2))
+        for n, i in enumerate(positions):
+            name = _INTERPOLATION_NAMES.get(int(codes[n, 0]))
+            if plain_keys[n] and name != "BEZIER":
+                exact[i] = bool(same[n]) and name == scene_keys[i][0].interpolation
     return exact
 
 
-def _plain_bone(record: ChannelRecord, written: Written, keys: list[Keys], float32: list[bool], rig):
+def _plain_bone(record: ChannelRecord, keys: list[Keys], float32: list[bool], rig):
     """The inverse map (a, b) ``_restore`` takes a bone channel's F-curve keys back by, when that is
-    all it does: one Scene channel of float32 keys without handles keying a whole vector, F-curves of
-    one interpolation at distinct frames, nothing added, flipped or baked on the way in; else None."""
+    all it does (at distinct frames, one interpolation but BEZIER: ``_restores_exactly`` sees to that):
+    one Scene channel of float32 keys without handles keying a whole vector, nothing added, flipped or
+    baked on the way in; else None."""
     if (
         rig is None
         or record.kind != "bone"
@@ -630,15 +644,6 @@ def _plain_bone(record: ChannelRecord, written: Written, keys: list[Keys], float
         or keys[0].handles_right is not None
     ):
         return None
-    codes = written.codes
-    if (
-        not len(codes)
-        or (codes != codes[0]).any()
-        or _INTERPOLATION_NAMES.get(int(codes[0])) != keys[0].interpolation
-    ):
-        return None
-    if keys[0].interpolation == "BEZIER" or not (np.diff(written.co[0, :, 0]) > 0).all():
-        return None  # Bézier handles, and keys on one frame (or NaN), take other ways back
     pose_path = record.data_path.rsplit(".", 1)[1]
     bone = rig.exported.get(rig.pose_names[record.target])
     if bone is None or pose_path == "rotation_euler" or pose_path not in bone.inverses:
