@@ -392,8 +392,8 @@ class _Import:
             fps = TRACK_FPS
         animation = self.animation(i, content.skeleton, fps, max(content.frame_count - 1, 0))
         times = np.arange(content.frame_count, dtype=np.float64)  # decision 10: frame i is at i / fps
-        for bone in content.bones:
-            positions, orientations = bone.decode()
+        decoded = res.decode_bones(content.bones)  # every bone of one compression in one pass
+        for bone, positions, orientations in zip(content.bones, *decoded, strict=True):
             self.bone_channels(animation, self.text(bone.bone, ""), times, positions, orientations)
             _keep_values(animation, self.text(bone.bone, ""), positions, orientations)
 

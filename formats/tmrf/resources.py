@@ -280,19 +280,8 @@ class FrameBone:
 
     def decode(self) -> tuple[np.ndarray, np.ndarray]:
         """Full (F, 3) positions and (F, 4) x, y, z, w orientations (float64)."""
-        kept_positions, kept_orientations = self.kept(self.flags)
-        frames = len(self.positions)
-        positions = np.repeat(self.base_position.astype(np.float64)[None], frames, 0)
-        positions[:, kept_positions] = self.positions
-        orientations = np.repeat(self.base_orientation.astype(np.float64)[None], frames, 0)
-        stored = self.orientations.astype(np.float64)
-        if self.flags & ORIENTATION_S16:
-            stored /= S16_SCALE
-        orientations[:, kept_orientations] = stored
-        if self.flags & REGENERATE_W:
-            # Decision 3: a regenerated W is sqrt(max(0, 1 − x² − y² − z²)).
-            orientations[:, 3] = np.sqrt(np.maximum(0.0, 1.0 - np.sum(orientations[:, :3] ** 2, axis=1)))
-        return positions, orientations
+        positions, orientations = decode_bones([self])
+        return positions[0], orientations[0]
 
     def set_frames(self, positions: np.ndarray, orientations: np.ndarray) -> None:
         """Store full (F, 3) positions and (F, 4) x, y, z, w orientations under the current flags."""
@@ -303,6 +292,31 @@ class FrameBone:
             self.orientations = np.clip(np.rint(values * S16_SCALE), -32768, 32767).astype(np.int16)
         else:
             self.orientations = values.astype(np.float32)
+
+
+def decode_bones(bones: list[FrameBone]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """``FrameBone.decode`` of each of ``bones``: the bones of one compression and frame count together."""
+    positions: list = [None] * len(bones)
+    orientations: list = [None] * len(bones)
+    groups: dict[tuple, list[int]] = {}
+    for b, bone in enumerate(bones):
+        groups.setdefault((bone.flags, len(bone.positions)), []).append(b)
+    for (flags, frames), members in groups.items():
+        kept_positions, kept_orientations = FrameBone.kept(flags)
+        group = [bones[b] for b in members]
+        p = np.repeat(np.stack([g.base_position for g in group]).astype(np.float64)[:, None], frames, 1)
+        p[:, :, kept_positions] = np.stack([g.positions for g in group])
+        o = np.repeat(np.stack([g.base_orientation for g in group]).astype(np.float64)[:, None], frames, 1)
+        stored = np.stack([g.orientations for g in group]).astype(np.float64)
+        if flags & ORIENTATION_S16:
+            stored /= S16_SCALE
+        o[:, :, kept_orientations] = stored
+        if flags & REGENERATE_W:
+            # Decision 3: a regenerated W is sqrt(max(0, 1 − x² − y² − z²)).
+            o[:, :, 3] = np.sqrt(np.maximum(0.0, 1.0 - np.sum(o[:, :, :3] ** 2, axis=2)))
+        for n, b in enumerate(members):
+            positions[b], orientations[b] = p[n], o[n]
+    return positions, orientations
 
 
 @dataclass(eq=False)
