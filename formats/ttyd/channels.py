@@ -90,13 +90,11 @@ def node_entries(anim: AnimationData, floats: np.ndarray) -> list[list[int]]:
     return rows[np.isin(rows[:, 1], floats)].tolist()
 
 
-def _with_origin(channel: Channel, evaluator: Evaluator, floats: np.ndarray) -> Channel:
+def _with_origin(channel: Channel, evaluator: Evaluator, first: int, end: int) -> Channel:
+    """``channel`` with its origin: the node-delta entries of node floats ``first`` to ``end`` − 1."""
     rows = evaluator.node_entries  # ``node_entries`` of every node float, made once per animation
     channel.origin = ChannelOrigin(
-        {
-            "node_floats": [int(floats[0]), int(floats[-1]) + 1],
-            "entries": rows[np.isin(rows[:, 1], floats)].tolist(),
-        },
+        {"node_floats": [first, end], "entries": rows[(rows[:, 1] >= first) & (rows[:, 1] < end)].tolist()},
         keys_digest(channel),
     )
     return channel
@@ -207,7 +205,7 @@ def _direct_channels(model, evaluator, node, touched, bone) -> list[Channel]:
                 extras={"node_float": f},
                 index=c,
             )
-            channels.append(_with_origin(channel, evaluator, np.array([f])))
+            channels.append(_with_origin(channel, evaluator, int(f), int(f) + 1))
     return channels
 
 
@@ -228,7 +226,7 @@ def _held_scale(model, evaluator, node, touched, bone) -> list[Channel]:
             extras={"node_float": f},
             index=int(c),
         )
-        channels.append(_with_origin(channel, evaluator, np.array([f])))
+        channels.append(_with_origin(channel, evaluator, int(f), int(f) + 1))
     return channels
 
 
@@ -305,7 +303,7 @@ def _baked_channels(model, evaluator, groups, axis, world, parents, bones, bone_
             channel = Channel(
                 "bone", bone, path, times.copy(), values, "BEZIER", left, right, extras={"baked": True}
             )
-            channels.append(_with_origin(channel, evaluator, np.arange(node, node + NODE_FLOATS)))
+            channels.append(_with_origin(channel, evaluator, node, node + NODE_FLOATS))
     return channels
 
 
