@@ -753,8 +753,9 @@ class _Keys:
 
 def _inserted(array: np.ndarray, at: int, row) -> np.ndarray:
     """``np.insert(array, at, row, axis=0)`` for one row (0 ≤ at ≤ len), without its general cost."""
-    row = np.broadcast_to(np.asarray(row, array.dtype), array.shape[1:])[None]
-    return np.concatenate([array[:at], row, array[at:]])
+    out = np.empty((len(array) + 1,) + array.shape[1:], array.dtype)
+    out[:at], out[at], out[at + 1 :] = array[:at], row, array[at:]
+    return out
 
 
 def unloop_rows(rows: np.ndarray, sides: dict, component: str) -> np.ndarray:
