@@ -227,7 +227,9 @@ class _Import:
                 fps=float(c.fps),
                 bones=[int(b.bone) for b in c.bones],
                 bases=_floats(
-                    np.concatenate([np.r_[b.base_position, b.base_orientation] for b in c.bones] or [[]])
+                    np.concatenate(
+                        [a for b in c.bones for a in (b.base_position, b.base_orientation)] or [[]]
+                    )
                 ),
                 flags=[int(b.flags) for b in c.bones],
             )
@@ -434,7 +436,7 @@ def _unsigned(values) -> np.ndarray:
 
 
 def _floats(values) -> list[float]:
-    return [float(v) for v in np.asarray(values, np.float32).ravel()]
+    return np.asarray(values, np.float32).ravel().tolist()
 
 
 def _blend_table(deform: res.SkeletalDeform, binding_bones: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
