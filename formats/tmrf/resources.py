@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
@@ -273,6 +274,7 @@ class FrameBone:
         return positions, orientations
 
     @staticmethod
+    @lru_cache(maxsize=256)  # a few flag sets, one dtype each, asked for by every bone read
     def frame_dtype(flags: int) -> np.dtype:
         positions, orientations = FrameBone.kept(flags)
         orientation_type = ">i2" if flags & ORIENTATION_S16 else ">f4"
