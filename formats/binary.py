@@ -11,7 +11,7 @@ written in one call.
 from __future__ import annotations
 
 import struct
-from functools import cache
+from functools import lru_cache
 
 import numpy as np
 
@@ -223,7 +223,7 @@ class Writer:
         self.buf += (fill * (pad // len(fill) + 1))[:pad]
 
 
-@cache  # few dtypes, asked for by every table read and written
+@lru_cache(maxsize=1024)  # few dtypes, asked for by every table read and written
 def with_endian(dt: np.dtype, endian: str) -> np.dtype:
     """``dt`` with every multi-byte field in the given byte order (structured dtypes too)."""
     if dt.fields is None:
