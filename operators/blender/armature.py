@@ -414,24 +414,19 @@ def _merged(parts: list[Channel], maps: BoneMaps, shared: bool, baked: tuple | N
 
 class Posed(NamedTuple):
     """A whole-vector bone channel as ``pose_channels`` found it: its keys mapped onto the pose
-    (``map_keys``: values, handles; quaternions sign-flipped for continuity, ``flipped`` the keys
-    flipped), or baked (``_baked``) where no affine map carries them; ``slerp``: a LINEAR quaternion
-    channel's keys with the slerp keys added (``curves.slerp_keys``: times, values, added frames)."""
+    (``map_keys``: values, handles), or baked (``_baked``) where no affine map carries them."""
 
     mapped: tuple | None
     baked: tuple | None
-    flipped: list | None = None
-    slerp: tuple | None = None
 
 
 def pose_channels(channels: list[Channel], rig: Rig) -> dict[int, Posed]:
-    """Each of ``channels`` that ``key_bone_channel`` maps or bakes (steps aside), by id of the channel:
-    mapped once here (LINEAR quaternions after their slerp keys), the quaternions made continuous all
-    together, the bakes in one ``bake_many`` per pose path for all, so that neither costs a fixed time
-    per channel."""
+    """Each of ``channels`` that ``key_bone_channel`` maps or bakes (steps and LINEAR quaternions, which
+    get their slerp keys first, aside), by id of the channel:
+    mapped once here, the bakes in one ``bake_many`` per pose path for all, so that the bake costs no
+    fixed time per channel."""
     jobs: dict[str, list] = {}
     posed: dict[int, Posed] = {}
-    turning = []  # (channel id, mapped quaternion keys, slerp), for one continuity pass
     for channel in channels:
         maps = rig.maps.get(channel.target) if channel.target_kind == "bone" else None
         if (
@@ -439,6 +434,9 @@ def pose_channels(channels: list[Channel], rig: Rig) -> dict[int, Posed]:
             or channel.index is not None
             or channel.path not in BONE_PATHS
             or channel.interpolation == "CONSTANT"
+            or (
+                channel.path == "rotation_quaternion" and channel.interpolation == "LINEAR"
+            )  # slerp keys first
             or not len(channel.times)
         ):
             continue
@@ -446,26 +444,11 @@ def pose_channels(channels: list[Channel], rig: Rig) -> dict[int, Posed]:
         values = np.asarray(channel.values, np.float64).reshape(len(times), -1)
         hl = None if channel.handles_left is None else np.asarray(channel.handles_left, np.float64)
         hr = None if channel.handles_right is None else np.asarray(channel.handles_right, np.float64)
-        slerp = None
-        if channel.path == "rotation_quaternion" and channel.interpolation == "LINEAR":  # as key_bone_channel
-            slerp = times, values, added = slerp_keys(times, values, compat.MERGE_DISTANCE)
         mapped = _mapped(channel.path, values, hl, hr, channel.interpolation, rig, channel.target)
         if mapped is None:
-            if slerp is None:
-                jobs.setdefault(channel.path, []).append(_BakeJob(channel, times, values, hl, hr, maps))
-        elif channel.path == "rotation_quaternion":
-            turning.append((id(channel), mapped, slerp))
+            jobs.setdefault(channel.path, []).append(_BakeJob(channel, times, values, hl, hr, maps))
         else:
             posed[id(channel)] = Posed(mapped, None)
-    if turning:
-        counts = [len(mapped[0]) for _, mapped, _ in turning]
-        signs = continuity_signs(np.concatenate([mapped[0] for _, mapped, _ in turning]))
-        at = 0
-        for (key, mapped, slerp), count in zip(turning, counts, strict=True):
-            # The signs from each channel's first key on: the flips before it cancel out (all ±1).
-            own = signs[at : at + count] * signs[at]
-            at += count
-            posed[key] = Posed(_flipped(*mapped, own), None, np.flatnonzero(own < 0).tolist(), slerp)
     for group in jobs.values():
         for job, baked in zip(group, _baked(group), strict=True):
             posed[id(job.channel)] = Posed(None, baked)
@@ -503,12 +486,9 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
     if path == "rotation_quaternion" and interpolation == "LINEAR":
         # Before the map: it is orthogonal on quaternions, so it carries the slerp, but which arc is
         # the shorter between keys half a turn apart (dot 0) is the channel's to say, not rounding's.
-        if posed is not None and posed.slerp is not None:
-            times, values, added = posed.slerp
-        else:
-            times, values, added = slerp_keys(times, values, compat.MERGE_DISTANCE)
-            posed = None  # the keys changed: mapped again
+        times, values, added = slerp_keys(times, values, compat.MERGE_DISTANCE)
         record.slerp = added.tolist()
+        posed = None  # the keys changed: mapped again
     baked = None if posed is None else posed.baked
     mapped = None if posed is None else posed.mapped
     if mapped is None and baked is None:
@@ -520,10 +500,8 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
         times, mapped, interpolation, path = baked
         actions.result.baked.append(f"{actions.animation.name}: {channel.target} {channel.path}")
     new_values, hl, hr = mapped
-    if path == "rotation_quaternion" and (posed is None or posed.flipped is None or record.baked):
+    if path == "rotation_quaternion":
         new_values, hl, hr = _continuous(new_values, hl, hr, record)
-    elif path == "rotation_quaternion" and posed.flipped:  # made continuous by ``pose_channels``
-        record.flipped = posed.flipped
     fcurves = actions.fcurves(rig.obj, "OBJECT", bone_path + path, new_values.shape[1], pose_name, record)
     return actions.write(fcurves, record, times, new_values, interpolation, hl, hr)
 
@@ -595,11 +573,6 @@ def _continuous(values, hl, hr, record: ChannelRecord):
     flipped = np.flatnonzero(signs < 0)
     if len(flipped) and not record.baked:
         record.flipped = flipped.tolist()
-    return _flipped(values, hl, hr, signs)
-
-
-def _flipped(values, hl, hr, signs):
-    """Keys (and handles) times ``signs`` (±1 per key)."""
     values = values * signs[:, None]
     if hl is not None:
         hl = hl.copy()
