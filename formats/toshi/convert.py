@@ -417,17 +417,14 @@ def _bone_channels(
 ) -> list[Channel]:
     """The location and/or rotation channel a TMD channel keys, values looked up in the library.
 
-    The first keeps the file's key times and library indices (extras) for a lossless export, both
-    the stored keys as their origin."""
+    The first keeps the file's keys (extras "keys": time, position and rotation index as stored) for a
+    lossless export, both the stored keys as their origin."""
     keys = channel.keys
     times = keys["time"].astype(np.float64) * FPS
     pos_idx = keys["position"].astype(np.int64)
     rot_idx = keys["rotation"].astype(np.int64)
-    key_extras = {
-        "times": _floats(keys["time"]),
-        "position_indices": pos_idx.tolist(),
-        "rotation_indices": rot_idx.tolist(),
-    }
+    stored = keys.tobytes()
+    key_extras = {"keys": stored}
     out = []
     if channel.flags in USES_POSITION:
         loc = tkl.positions[pos_idx].astype(np.float64)
@@ -441,7 +438,7 @@ def _bone_channels(
         extras = {} if out else key_extras
         out.append(Channel("bone", bone, "rotation_quaternion", times, q, "LINEAR", extras=extras))
     for made in out:  # the keys as stored: unedited, they are written as they are (slerp between)
-        made.origin = ChannelOrigin(keys.tobytes(), keys_digest(made))
+        made.origin = ChannelOrigin(stored, keys_digest(made))
     return out
 
 
@@ -713,7 +710,7 @@ def _channel_keys(
     for c in (location, rotation):
         if c is not None:
             extras.update(c.extras)
-    stored_times = np.asarray(extras.get("times", ()), np.float64)
+    stored_times, stored_indices = _stored_keys(extras)
     stored_frames = stored_times * FPS
     parts = []
     for channel in (location, rotation):
@@ -738,10 +735,10 @@ def _channel_keys(
     keys["time"][known] = stored_times[stored[known]]
 
     def preferred(index_name: str) -> np.ndarray | None:
-        indices = extras.get(f"{index_name}_indices")
+        indices = stored_indices.get(index_name)
         if indices is None or len(indices) != len(stored_times):
             return None
-        return np.where(known, np.asarray(indices, np.int64)[np.maximum(stored, 0)], -1)
+        return np.where(known, indices[np.maximum(stored, 0)], -1)
 
     for index_name in ("position", "rotation"):  # the unused one's stored index is kept too
         kept = preferred(index_name)
@@ -760,6 +757,22 @@ def _channel_keys(
             values = quat_multiply(axis_q * np.array([1, -1, -1, -1]), values)
         keys["rotation"] = library.rotations_for(values[:, [1, 2, 3, 0]], preferred("rotation"))
     return tmd_format.Channel(flags, keys)
+
+
+def _stored_keys(extras: dict) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The file's key times (seconds) and library indices by table ("position", "rotation") a channel's
+    extras keep: the key records as stored ("keys"), or the lists of earlier versions ("times",
+    "position_indices", "rotation_indices")."""
+    stored = extras.get("keys")
+    if isinstance(stored, (bytes, bytearray)) and len(stored) % tmd_format.KEY_DTYPE.itemsize == 0:
+        keys = np.frombuffer(stored, tmd_format.KEY_DTYPE)
+        tables = ("position", "rotation")
+        return keys["time"].astype(np.float64), {t: keys[t].astype(np.int64) for t in tables}
+    indices = {}
+    for table in ("position", "rotation"):
+        if f"{table}_indices" in extras:
+            indices[table] = np.asarray(extras[f"{table}_indices"], np.int64)
+    return np.asarray(extras.get("times", ()), np.float64), indices
 
 
 def _at_stored(frames: np.ndarray, stored_frames: np.ndarray, nearest: bool = False) -> np.ndarray:
