@@ -156,13 +156,12 @@ def _channel_dicts(stored) -> list[dict]:
 
 def _fields(value) -> dict:
     """A record dataclass's fields, those at their default left out."""
-    plain = {}
-    for name, default in _defaults(type(value)):
-        v = getattr(value, name)
-        if v is None or (type(v) in _EMPTIED and v == default):
-            continue
-        plain[name] = v
-    return plain
+    defaults = _defaults(type(value))
+    return {
+        name: v
+        for name, v in vars(value).items()
+        if v is not None and not (type(v) in _EMPTIED and v == defaults[name])
+    }
 
 
 def _plain(record: AnimationRecord) -> dict:
@@ -173,8 +172,10 @@ def _plain(record: AnimationRecord) -> dict:
 def _jsonable(value):
     """What ``json.dumps`` cannot write by itself: record dataclasses as dicts, their arrays as float64
     bytes; anything else as the extras codec's JSON form has it (numpy values plain, bytes tagged)."""
-    if _defaults(type(value)) is not None:
+    if type(value) is Keys:
         return {name: _array_bytes(v) if type(v) is np.ndarray else v for name, v in _fields(value).items()}
+    if _defaults(type(value)) is not None:
+        return _fields(value)
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):
@@ -196,14 +197,14 @@ _EMPTIED = (str, list, dict)  # fields whose default is empty
 
 
 @cache
-def _defaults(cls) -> list[tuple[str, object]] | None:
-    """(name, default) of each field of a record dataclass (MISSING for the required ones); None for
+def _defaults(cls) -> dict[str, object] | None:
+    """The default of each field of a record dataclass by name (MISSING for the required ones); None for
     any other class."""
     if not hasattr(cls, "__dataclass_fields__"):
         return None
-    return [
-        (f.name, f.default_factory() if f.default_factory is not MISSING else f.default) for f in fields(cls)
-    ]
+    return {
+        f.name: f.default_factory() if f.default_factory is not MISSING else f.default for f in fields(cls)
+    }
 
 
 def _array(data: bytes, *shape: int) -> np.ndarray:
