@@ -608,7 +608,9 @@ def _continuous(values, hl, hr, record: ChannelRecord, signs=None):
     their ``continuity_signs``, when known); flips recorded."""
     signs = continuity_signs(values) if signs is None else signs
     flipped = np.flatnonzero(signs < 0)
-    if len(flipped) and not record.baked:
+    if not len(flipped):
+        return values, hl, hr
+    if not record.baked:
         record.flipped = flipped.tolist()
     values = values * signs[:, None]
     if hl is not None:
