@@ -445,13 +445,13 @@ def pose_channels(channels: list[Channel], rig: Rig) -> dict[int, Posed]:
     slerped = _slerped([c for c, _ in candidates])
     quaternions = []
     for (channel, maps), slerp in zip(candidates, slerped, strict=True):
+        if slerp:
+            continue
         times = np.asarray(channel.times, np.float64)
         values = np.asarray(channel.values, np.float64).reshape(len(times), -1)
         hl = None if channel.handles_left is None else np.asarray(channel.handles_left, np.float64)
         hr = None if channel.handles_right is None else np.asarray(channel.handles_right, np.float64)
         mapped = _mapped(channel.path, values, hl, hr, channel.interpolation, rig, channel.target)
-        if slerp and mapped is not None:
-            continue
         if mapped is None:
             jobs.setdefault(channel.path, []).append(_BakeJob(channel, times, values, hl, hr, maps))
         elif channel.path == "rotation_quaternion":
