@@ -188,10 +188,14 @@ def _close(x: np.ndarray, y: np.ndarray) -> bool:
     return bool(np.all((x == y) | (np.abs(x - y) <= 1e-5 * np.abs(y))))
 
 
-def continuity_signs(quats: np.ndarray) -> np.ndarray:
-    """±1 per key so that each quaternion lies in the hemisphere of the previous one."""
+def continuity_signs(quats: np.ndarray, curve: np.ndarray | None = None) -> np.ndarray:
+    """±1 per key so that each quaternion lies in the hemisphere of the previous one. ``curve``: the
+    curve of each key (ascending) when the keys of many curves follow each other; each starts at +1."""
     dots = np.einsum("ij,ij->i", quats[1:], quats[:-1])
-    return np.concatenate([[1.0], np.cumprod(np.where(dots < 0, -1.0, 1.0))])
+    signs = np.concatenate([[1.0], np.cumprod(np.where(dots < 0, -1.0, 1.0))])
+    if curve is not None:
+        signs *= signs[np.searchsorted(curve, curve)]
+    return signs
 
 
 # How far a per-component quaternion curve may leave the slerp before whole frames get slerp keys,
@@ -237,6 +241,14 @@ def _arc(a, b, u):
     return q / np.linalg.norm(q, axis=1, keepdims=True)
 
 
+def frames_between_keys(times: np.ndarray, min_gap: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair of successive keys: the first whole frame at least ``min_gap`` after the first key, and
+    how many whole frames lie between the two at least that far from both (where ``slerp_keys`` may
+    add keys)."""
+    first = np.floor(times[:-1] + min_gap) + 1
+    return first, np.maximum(np.ceil(times[1:] - min_gap) - first, 0).astype(np.int64)
+
+
 def slerp_keys(times, quats, min_gap):
     """LINEAR quaternion keys (K,), (K, 4) plus the slerp at every whole frame between two keys (at least
     ``min_gap`` from both: F-curves merge closer keys) where a per-component curve would leave it.
@@ -249,8 +261,7 @@ def slerp_keys(times, quats, min_gap):
     none = np.zeros(0)
     if len(times) < 2:
         return times, quats, none
-    first = np.floor(times[:-1] + min_gap) + 1
-    counts = np.maximum(np.ceil(times[1:] - min_gap) - first, 0).astype(np.int64)
+    first, counts = frames_between_keys(times, min_gap)
     segments = np.flatnonzero(counts)
     if len(segments):
         a, b = quats[segments], quats[segments + 1]
@@ -382,11 +393,8 @@ def bake_many(times_list, evaluate, quaternion: bool = False) -> list[tuple]:
     curve = np.repeat(np.arange(len(frames)), [len(f) for f in frames])
     frames = np.concatenate(frames)
     values = evaluate(curve, frames)
-    if quaternion:  # continuity_signs along each curve
-        dots = np.einsum("ij,ij->i", values[1:], values[:-1])
-        signs = np.concatenate([[1.0], np.cumprod(np.where(dots < 0, -1.0, 1.0))])
-        signs *= signs[np.searchsorted(curve, curve)]  # ±1: each curve starts at +1
-        values = values * signs[:, None]
+    if quaternion:
+        values = values * continuity_signs(values, curve)[:, None]
     left, right = _slopes(evaluate, curve, frames, values, quaternion)
     check = np.flatnonzero(curve[1:] == curve[:-1])  # segments (by their first key) not yet known to follow
     u = np.array([0.25, 0.5, 0.75])

@@ -86,6 +86,13 @@ def _floats(values) -> list[float]:
     return np.asarray(values, dtype=np.float32).ravel().astype(np.float64).tolist()
 
 
+def _join(dtype: np.dtype, arrays: list[np.ndarray]) -> np.ndarray:
+    """Records of ``dtype`` one after another (concatenated as plain items: joining records compares
+    their fields once per array)."""
+    items = np.dtype((np.void, dtype.itemsize))
+    return np.concatenate([a.view(items) for a in arrays] + [np.zeros(0, items)]).view(dtype)
+
+
 def _axis3(axis) -> np.ndarray:
     return np.asarray(DEFAULT_AXIS if axis is None else axis, dtype=np.float64)[:3, :3]
 
@@ -260,9 +267,7 @@ def _mesh(
     scene: Scene, model, li: int, mi: int, mesh: tmd_format.Mesh, axis3, material_index, filename
 ) -> Mesh:
     pieces = mesh.pieces
-    vertices = (
-        np.concatenate([p.vertices for p in pieces]) if pieces else np.zeros(0, tmd_format.VERTEX_DTYPE)
-    )
+    vertices = _join(tmd_format.VERTEX_DTYPE, [p.vertices for p in pieces])
     count = len(vertices)
     where = f"LOD {li} mesh {mi} ({mesh.material!r})"
     lengths = [len(p.strip) for p in pieces]
@@ -340,9 +345,10 @@ def _skin(model, pieces, vertices, where: str, filename: str) -> tuple[np.ndarra
     for pi, p in enumerate(pieces):
         table[pi, : len(p.palette)] = p.palette
     slot = np.minimum(vertices["bones"] // 3, min(width, 255 // 3))  # a byte reaches entry 85 at most
-    joints = table[owner[:, None], slot]
+    entry = (owner * (width + 1)).astype(np.int32)[:, None] + slot  # in the flattened table
+    joints = np.take(table.ravel(), entry)
     used = vertices["weights"] > 0
-    bad = used & ((joints < 0) | (joints >= len(model.nodes)))
+    bad = used & np.take(((table < 0) | (table >= len(model.nodes))).ravel(), entry)
     if bad.any():
         v = int(np.flatnonzero(bad.any(axis=1))[0])
         stored_in = int(np.searchsorted(np.cumsum([len(p.vertices) for p in pieces]), v, side="right"))
@@ -365,8 +371,6 @@ USES_ROTATION = (tmd_format.CHANNEL_ROTATION, tmd_format.CHANNEL_TRANSLATION_ROT
 def _animation(scene: Scene, model: tmd_format.TMD, anim: tmd_format.Animation, tkl, axis3) -> Animation:
     names = model.node_names()
     roots = model.nodes["parent"] < 0
-    axis_q = _axis_quat(axis3)
-    raw_keys, bad_keys = {}, 0
     result = Animation(
         name=anim.name,
         fps=FPS,
@@ -374,16 +378,21 @@ def _animation(scene: Scene, model: tmd_format.TMD, anim: tmd_format.Animation, 
         loop="_lp" in anim.name.lower(),
         skeleton=0,
     )
-    for node, channel_id in enumerate(anim.channels.tolist()):
-        channel = model.channels[channel_id]
-        keyed = channel.flags in USES_POSITION or channel.flags in USES_ROTATION
-        missing = tkl is not None and keyed and _keys_missing(channel, tkl)
-        bad_keys += missing
-        if tkl is None or not keyed or missing:
+    channels = [model.channels[c] for c in anim.channels.tolist()]
+    keyed = [c.flags in USES_POSITION or c.flags in USES_ROTATION for c in channels]
+    missing = _keys_missing(channels, tkl) if tkl is not None else [False] * len(channels)
+    raw_keys, shown = {}, []
+    for node, channel in enumerate(channels):
+        if tkl is None or not keyed[node] or missing[node]:
             if len(channel.keys) or channel.flags not in (0, 1, 2, 3):
                 raw_keys[str(node)] = channel.keys.tobytes()
             continue
-        result.channels += _bone_channels(channel, names[node], bool(roots[node]), tkl, axis3, axis_q)
+        shown.append(node)
+    if shown:
+        result.channels = _bone_channels(
+            [channels[n] for n in shown], [names[n] for n in shown], roots[shown], tkl, axis3
+        )
+    bad_keys = sum(m for m, k in zip(missing, keyed, strict=True) if k)
     if bad_keys:
         scene.warnings.append(
             f"animation {anim.name!r}: {bad_keys} channels use keys missing from the keyframe "
@@ -397,51 +406,69 @@ def _animation(scene: Scene, model: tmd_format.TMD, anim: tmd_format.Animation, 
         "c": int(anim.c),
         "duration": float(np.float32(anim.duration)),
         "channel_ids": anim.channels.tolist(),
-        "channel_flags": [model.channels[c].flags for c in anim.channels.tolist()],
+        "channel_flags": [c.flags for c in channels],
         "raw_keys": raw_keys,
     }
     return result
 
 
-def _keys_missing(channel: tmd_format.Channel, tkl: tkl_format.TKL) -> bool:
-    """Whether a key of the channel looks up a value past the end of the keyframe library."""
-    keys = channel.keys
-    return bool(
-        (channel.flags in USES_POSITION and (keys["position"] >= len(tkl.positions)).any())
-        or (channel.flags in USES_ROTATION and (keys["rotation"] >= len(tkl.rotations)).any())
+def _key_rows(channels: list[tmd_format.Channel]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The keys of all ``channels`` one after another, where each channel's start, and per key whether
+    its channel uses positions, rotations."""
+    counts = np.array([len(c.keys) for c in channels], np.int64)
+    keys = _join(tmd_format.KEY_DTYPE, [c.keys for c in channels])
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    flags = [c.flags for c in channels]
+    positions = np.repeat([f in USES_POSITION for f in flags], counts)
+    rotations = np.repeat([f in USES_ROTATION for f in flags], counts)
+    return keys, starts, positions, rotations
+
+
+def _keys_missing(channels: list[tmd_format.Channel], tkl: tkl_format.TKL) -> list[bool]:
+    """Per channel, whether a key looks up a value past the end of the keyframe library."""
+    keys, starts, positions, rotations = _key_rows(channels)
+    bad = (positions & (keys["position"] >= len(tkl.positions))) | (
+        rotations & (keys["rotation"] >= len(tkl.rotations))
     )
+    seen = np.concatenate([[0], np.cumsum(bad)])  # running count
+    return (seen[starts[1:]] > seen[starts[:-1]]).tolist()
 
 
 def _bone_channels(
-    channel: tmd_format.Channel, bone: str, is_root: bool, tkl, axis3, axis_q
+    channels: list[tmd_format.Channel], bones: list[str], roots: np.ndarray, tkl, axis3
 ) -> list[Channel]:
-    """The location and/or rotation channel a TMD channel keys, values looked up in the library.
+    """The location and/or rotation channel each TMD channel keys on its bone, values looked up in the
+    library (all channels' in one pass; ``roots``: per channel, whether its bone is a root).
 
-    The first keeps the file's key times and library indices (extras) for a lossless export, both
-    the stored keys as their origin."""
-    keys = channel.keys
+    The first keeps the file's keys (extras "keys": time, position and rotation index as stored) for a
+    lossless export, both the stored keys as their origin."""
+    keys, starts, positions, rotations = _key_rows(channels)
     times = keys["time"].astype(np.float64) * FPS
-    pos_idx = keys["position"].astype(np.int64)
-    rot_idx = keys["rotation"].astype(np.int64)
-    key_extras = {
-        "times": _floats(keys["time"]),
-        "position_indices": pos_idx.tolist(),
-        "rotation_indices": rot_idx.tolist(),
-    }
+    locations = np.zeros((len(keys), 3))
+    locations[positions] = tkl.positions[keys["position"][positions].astype(np.int64)]
+    quaternions = np.zeros((len(keys), 4))
+    quaternions[rotations] = _quat_xyzw_to_wxyz(tkl.rotations[keys["rotation"][rotations].astype(np.int64)])
+    axis_q = _axis_quat(axis3)
     out = []
-    if channel.flags in USES_POSITION:
-        loc = tkl.positions[pos_idx].astype(np.float64)
-        if is_root:
-            loc = loc @ axis3.T
-        out.append(Channel("bone", bone, "location", times, loc, "LINEAR", extras=key_extras))
-    if channel.flags in USES_ROTATION:
-        q = _quat_xyzw_to_wxyz(tkl.rotations[rot_idx])
-        if is_root:
-            q = quat_multiply(axis_q, q)
-        extras = {} if out else key_extras
-        out.append(Channel("bone", bone, "rotation_quaternion", times, q, "LINEAR", extras=extras))
-    for made in out:  # the keys as stored: unedited, they are written as they are (slerp between)
-        made.origin = ChannelOrigin(keys.tobytes(), keys_digest(made))
+    for i, channel in enumerate(channels):
+        rows = slice(starts[i], starts[i + 1])
+        key_times, bone, is_root = times[rows].copy(), bones[i], roots[i]
+        stored = channel.keys.tobytes()
+        made = []
+        if channel.flags in USES_POSITION:
+            loc = locations[rows].copy()
+            if is_root:
+                loc = loc @ axis3.T
+            made.append(Channel("bone", bone, "location", key_times, loc, "LINEAR", extras={"keys": stored}))
+        if channel.flags in USES_ROTATION:
+            q = quaternions[rows].copy()
+            if is_root:
+                q = quat_multiply(axis_q, q)
+            extras = {} if made else {"keys": stored}
+            made.append(Channel("bone", bone, "rotation_quaternion", key_times, q, "LINEAR", extras=extras))
+        for c in made:  # the keys as stored: unedited, they are written as they are (slerp between)
+            c.origin = ChannelOrigin(stored, keys_digest(c))
+        out += made
     return out
 
 
@@ -713,7 +740,7 @@ def _channel_keys(
     for c in (location, rotation):
         if c is not None:
             extras.update(c.extras)
-    stored_times = np.asarray(extras.get("times", ()), np.float64)
+    stored_times, stored_indices = _stored_keys(extras)
     stored_frames = stored_times * FPS
     parts = []
     for channel in (location, rotation):
@@ -738,10 +765,10 @@ def _channel_keys(
     keys["time"][known] = stored_times[stored[known]]
 
     def preferred(index_name: str) -> np.ndarray | None:
-        indices = extras.get(f"{index_name}_indices")
+        indices = stored_indices.get(index_name)
         if indices is None or len(indices) != len(stored_times):
             return None
-        return np.where(known, np.asarray(indices, np.int64)[np.maximum(stored, 0)], -1)
+        return np.where(known, indices[np.maximum(stored, 0)], -1)
 
     for index_name in ("position", "rotation"):  # the unused one's stored index is kept too
         kept = preferred(index_name)
@@ -760,6 +787,22 @@ def _channel_keys(
             values = quat_multiply(axis_q * np.array([1, -1, -1, -1]), values)
         keys["rotation"] = library.rotations_for(values[:, [1, 2, 3, 0]], preferred("rotation"))
     return tmd_format.Channel(flags, keys)
+
+
+def _stored_keys(extras: dict) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The file's key times (seconds) and library indices by table ("position", "rotation") a channel's
+    extras keep: the key records as stored ("keys"), or the lists of earlier versions ("times",
+    "position_indices", "rotation_indices")."""
+    stored = extras.get("keys")
+    if isinstance(stored, (bytes, bytearray)) and len(stored) % tmd_format.KEY_DTYPE.itemsize == 0:
+        keys = np.frombuffer(stored, tmd_format.KEY_DTYPE)
+        tables = ("position", "rotation")
+        return keys["time"].astype(np.float64), {t: keys[t].astype(np.int64) for t in tables}
+    indices = {}
+    for table in ("position", "rotation"):
+        if f"{table}_indices" in extras:
+            indices[table] = np.asarray(extras[f"{table}_indices"], np.int64)
+    return np.asarray(extras.get("times", ()), np.float64), indices
 
 
 def _at_stored(frames: np.ndarray, stored_frames: np.ndarray, nearest: bool = False) -> np.ndarray:

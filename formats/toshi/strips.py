@@ -19,19 +19,20 @@ def to_triangles(strip: np.ndarray, lengths=None) -> np.ndarray:
     if len(s) < 3:
         return np.zeros((0, 3), np.int32)
     a, b, c = s[:-2], s[1:-1], s[2:]
-    keep = (a != b) & (b != c) & (a != c)
-    odd = np.zeros(len(a), bool)
-    odd[1::2] = True
-    if lengths is not None:  # odd counts from each strip's start; a triangle must end in its strip
+    k = np.flatnonzero((a != b) & (b != c) & (a != c))  # where each kept triangle starts
+    if lengths is None:
+        odd = k & 1
+    else:  # odd counts from each strip's start; a triangle must end in its strip
         lengths = np.asarray(lengths, np.int64)
         ends = np.cumsum(lengths)
-        keep &= np.arange(2, len(s)) < np.repeat(ends, lengths)[:-2]
-        odd ^= np.repeat((ends - lengths) & 1, lengths)[:-2].astype(bool)
-    a, b, c, odd = a[keep], b[keep], c[keep], odd[keep]
-    tris = np.empty((len(a), 3), np.int32)
-    tris[:, 0] = np.where(odd, b, a)
-    tris[:, 1] = np.where(odd, a, b)
-    tris[:, 2] = c
+        strip_of = np.searchsorted(ends, k, side="right")
+        inside = k + 2 < ends[strip_of]
+        k, strip_of = k[inside], strip_of[inside]
+        odd = (k - (ends - lengths)[strip_of]) & 1
+    tris = np.empty((len(k), 3), np.int32)
+    tris[:, 0] = s[k + odd]
+    tris[:, 1] = s[k + 1 - odd]
+    tris[:, 2] = s[k + 2]
     return tris
 
 

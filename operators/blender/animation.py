@@ -214,12 +214,12 @@ class Written:
     def digest(self) -> str:
         """``fcurve_digest`` of ``rows()``, from the float32 keys as written."""
         indices = self.curves.indices
-        order = sorted(range(len(indices)), key=indices.__getitem__)
         keys = self.kept_keys()
-        if order != list(range(len(indices))):
-            keys = keys[order]
+        if list(indices) != sorted(indices):
+            order = sorted(range(len(indices)), key=indices.__getitem__)
+            keys, indices = keys[order], [indices[c] for c in order]
         codes = self.codes.astype(np.int8).tobytes()
-        counts = ",".join(f"{indices[c]}:{len(self.codes)}" for c in order)
+        counts = ",".join(f"{i}:{len(self.codes)}" for i in indices)
         return _digest(counts, keys.tobytes(), codes * len(indices))
 
 

@@ -41,6 +41,7 @@ from ...formats.curves import (
     continuity_signs,
     continuous_angles,
     euler_to_matrix,
+    frames_between_keys,
     map_keys,
     matrix_to_euler,
     sample,
@@ -414,19 +415,23 @@ def _merged(parts: list[Channel], maps: BoneMaps, shared: bool, baked: tuple | N
 
 class Posed(NamedTuple):
     """A whole-vector bone channel as ``pose_channels`` found it: its keys mapped onto the pose
-    (``map_keys``: values, handles), or baked (``_baked``) where no affine map carries them."""
+    (``map_keys``: values, handles), or baked (``_baked``) where no affine map carries them; mapped
+    quaternions with their ``continuity_signs``."""
 
     mapped: tuple | None
     baked: tuple | None
+    signs: np.ndarray | None = None
 
 
 def pose_channels(channels: list[Channel], rig: Rig) -> dict[int, Posed]:
     """Each of ``channels`` that ``key_bone_channel`` maps or bakes (steps and LINEAR quaternions, which
     get their slerp keys first, aside), by id of the channel:
     mapped once here, the bakes in one ``bake_many`` per pose path for all, so that the bake costs no
-    fixed time per channel."""
+    fixed time per channel. LINEAR quaternion channels that get slerp keys (``curves.slerp_keys``) are
+    left to ``key_bone_channel``, which adds them first."""
     jobs: dict[str, list] = {}
     posed: dict[int, Posed] = {}
+    candidates = []
     for channel in channels:
         maps = rig.maps.get(channel.target) if channel.target_kind == "bone" else None
         if (
@@ -440,6 +445,12 @@ def pose_channels(channels: list[Channel], rig: Rig) -> dict[int, Posed]:
             or not len(channel.times)
         ):
             continue
+        candidates.append((channel, maps))
+    slerped = _slerped([c for c, _ in candidates])
+    quaternions = []
+    for (channel, maps), slerp in zip(candidates, slerped, strict=True):
+        if slerp:
+            continue
         times = np.asarray(channel.times, np.float64)
         values = np.asarray(channel.values, np.float64).reshape(len(times), -1)
         hl = None if channel.handles_left is None else np.asarray(channel.handles_left, np.float64)
@@ -447,12 +458,36 @@ def pose_channels(channels: list[Channel], rig: Rig) -> dict[int, Posed]:
         mapped = _mapped(channel.path, values, hl, hr, channel.interpolation, rig, channel.target)
         if mapped is None:
             jobs.setdefault(channel.path, []).append(_BakeJob(channel, times, values, hl, hr, maps))
+        elif channel.path == "rotation_quaternion":
+            quaternions.append((channel, mapped))
         else:
             posed[id(channel)] = Posed(mapped, None)
+    if quaternions:  # the signs of all in one pass
+        values = [mapped[0] for _, mapped in quaternions]
+        curve = np.repeat(np.arange(len(values)), [len(v) for v in values])
+        signs = continuity_signs(np.concatenate(values), curve)
+        parts = np.split(signs, np.cumsum([len(v) for v in values])[:-1])
+        for (channel, mapped), part in zip(quaternions, parts, strict=True):
+            posed[id(channel)] = Posed(mapped, None, part)
     for group in jobs.values():
         for job, baked in zip(group, _baked(group), strict=True):
             posed[id(job.channel)] = Posed(None, baked)
     return posed
+
+
+def _slerped(channels: list[Channel]) -> list[bool]:
+    """Whether each channel is a LINEAR quaternion channel with whole frames between keys where
+    ``slerp_keys`` may add keys, found for all in one pass."""
+    linear = [c.path == "rotation_quaternion" and c.interpolation == "LINEAR" for c in channels]
+    times = [np.asarray(c.times, np.float64) for c, q in zip(channels, linear, strict=True) if q]
+    if not times:
+        return linear
+    curve = np.repeat(np.arange(len(times)), [len(t) for t in times])
+    _, counts = frames_between_keys(np.concatenate(times), compat.MERGE_DISTANCE)
+    slerped = np.zeros(len(times), bool)
+    slerped[curve[:-1][(counts > 0) & (curve[1:] == curve[:-1])]] = True
+    found = iter(slerped.tolist())
+    return [q and next(found) for q in linear]
 
 
 def _mapped(path, values, hl, hr, interpolation, rig: Rig, bone: str):
@@ -483,9 +518,14 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
             hr[..., 1] = hr[..., 1] * factor + offset
         fcurves = actions.fcurves(rig.obj, "OBJECT", bone_path + path, 1, pose_name, record, (component,))
         return actions.write(fcurves, record, times, values * factor + offset, interpolation, hl, hr)
-    if path == "rotation_quaternion" and interpolation == "LINEAR":
+    if (
+        path == "rotation_quaternion"
+        and interpolation == "LINEAR"
+        and (posed is None or posed.mapped is None)
+    ):
         # Before the map: it is orthogonal on quaternions, so it carries the slerp, but which arc is
         # the shorter between keys half a turn apart (dot 0) is the channel's to say, not rounding's.
+        # (A channel ``pose_channels`` mapped gets no slerp keys.)
         times, values, added = slerp_keys(times, values, compat.MERGE_DISTANCE)
         record.slerp = added.tolist()
         posed = None  # the keys changed: mapped again
@@ -501,7 +541,7 @@ def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig
         actions.result.baked.append(f"{actions.animation.name}: {channel.target} {channel.path}")
     new_values, hl, hr = mapped
     if path == "rotation_quaternion":
-        new_values, hl, hr = _continuous(new_values, hl, hr, record)
+        new_values, hl, hr = _continuous(new_values, hl, hr, record, None if posed is None else posed.signs)
     fcurves = actions.fcurves(rig.obj, "OBJECT", bone_path + path, new_values.shape[1], pose_name, record)
     return actions.write(fcurves, record, times, new_values, interpolation, hl, hr)
 
@@ -567,11 +607,14 @@ def _baked(jobs: list[_BakeJob]) -> list[tuple]:
     return out
 
 
-def _continuous(values, hl, hr, record: ChannelRecord):
-    """Quaternion keys (and handles) sign-flipped into the hemisphere of the previous key; flips recorded."""
-    signs = continuity_signs(values)
+def _continuous(values, hl, hr, record: ChannelRecord, signs=None):
+    """Quaternion keys (and handles) sign-flipped into the hemisphere of the previous key (``signs``:
+    their ``continuity_signs``, when known); flips recorded."""
+    signs = continuity_signs(values) if signs is None else signs
     flipped = np.flatnonzero(signs < 0)
-    if len(flipped) and not record.baked:
+    if not len(flipped):
+        return values, hl, hr
+    if not record.baked:
         record.flipped = flipped.tolist()
     values = values * signs[:, None]
     if hl is not None:

@@ -10,9 +10,12 @@ edited?") and the Scene channel itself: extras, component, origin (``ChannelOrig
 the F-curves as written do not give them back bit for bit, its keys. ``write_record`` and
 ``read_record`` are the only way in and out. The animation's fields are ID properties, for the
 cheap reads of lists and panels; the channel records are one JSON text, as the extras codec's JSON
-form has them (bytes tagged, ``formats.extras``) with arrays of numbers as their float64 bytes:
-Blender copies one string property at once where it copies a tree of ID properties node by node
-(appending the actions of a large import from another .blend: 36 s as trees, 0.4 s as text).
+form has them, except that bytes and the arrays of numbers of keys (as their float64 bytes) lie one
+after another in one bytes property (``BYTES``), the text holding where (``_Spans``): Blender copies
+one string or bytes property at once where it copies a tree of ID properties node by node
+(appending the actions of a large import from another .blend: 36 s as trees, 0.4 s as text), and
+raw bytes need neither base64 nor JSON escapes. Records saved by earlier versions, the channels a
+tree of ID properties or a text with its bytes in base64 (``formats.extras``), still read.
 """
 
 from __future__ import annotations
@@ -103,9 +106,17 @@ class AnimationRecord:
     hold_start: bool = False  # Animation.hold_start
 
 
+BYTES = "channel_bytes"  # the record's key: the bytes its channel records hold, one after another
+
+
 def write_record(action, record: AnimationRecord) -> None:
     stored = _plain(record)
-    stored["channels"] = json.dumps(record.channels, default=_jsonable, check_circular=False)
+    spans = _Spans()
+    stored["channels"] = json.dumps(
+        record.channels, default=lambda value: _jsonable(value, spans), check_circular=False
+    )
+    if spans.parts:
+        stored[BYTES] = b"".join(spans.parts)
     action[props.ANIMATION] = stored
 
 
@@ -114,7 +125,8 @@ def read_record(action) -> AnimationRecord | None:
     if props.ANIMATION not in action:
         return None
     data = action[props.ANIMATION].to_dict()
-    channels = [_channel(d) for d in _channel_dicts(data.pop("channels", "[]"))]
+    held = data.pop(BYTES, b"")
+    channels = [_channel(d) for d in _channel_dicts(data.pop("channels", "[]"), held)]
     return AnimationRecord(**{k: codec.decode(v) for k, v in data.items()}, channels=channels)
 
 
@@ -146,23 +158,23 @@ def channel_targets(action) -> list[tuple[str, str]]:
     return [(c["kind"], c["target"]) for c in channels]
 
 
-def _channel_dicts(stored) -> list[dict]:
-    """The stored channel records as plain values: one JSON text, or (a .blend saved by an earlier
-    version) ID properties through the extras codec."""
+def _channel_dicts(stored, held: bytes | None = None) -> list[dict]:
+    """The stored channel records as plain values: one JSON text, its bytes in ``held`` (None: left as
+    their spans) or in base64, or (a .blend saved by an earlier version) ID properties through the
+    extras codec."""
     if isinstance(stored, str):
-        return json.loads(stored, object_hook=_untagged)
+        return json.loads(stored, object_hook=lambda data: _untagged(data, held))
     return [codec.decode(c) for c in stored]
 
 
 def _fields(value) -> dict:
     """A record dataclass's fields, those at their default left out."""
-    plain = {}
-    for name, default in _defaults(type(value)):
-        v = getattr(value, name)
-        if v is None or (type(v) in _EMPTIED and v == default):
-            continue
-        plain[name] = v
-    return plain
+    defaults = _defaults(type(value))
+    return {
+        name: v
+        for name, v in vars(value).items()
+        if v is not None and not (type(v) in _EMPTIED and v == defaults[name])
+    }
 
 
 def _plain(record: AnimationRecord) -> dict:
@@ -170,40 +182,70 @@ def _plain(record: AnimationRecord) -> dict:
     return {name: codec.encode(v) for name, v in _fields(record).items() if name != "channels"}
 
 
-def _jsonable(value):
-    """What ``json.dumps`` cannot write by itself: record dataclasses as dicts, their arrays as float64
-    bytes; anything else as the extras codec's JSON form has it (numpy values plain, bytes tagged)."""
+class _Spans:
+    """The bytes of a record's channels one after another: each value's span in them, as the text holds
+    it (``{SPAN: [start, stop]}``). A value met again (the times of a bone's location and rotation, the
+    stored keys their origins share) is held once."""
+
+    def __init__(self):
+        self.parts: list = []
+        self.size = 0
+        self.seen: dict[int, dict] = {}  # by id: the values live in the record while it is written
+
+    def span(self, value) -> dict:
+        """The span of ``value`` (bytes, or an array as its float64 bytes), held on first use."""
+        if id(value) not in self.seen:
+            data = np.ascontiguousarray(value, "<f8").tobytes() if type(value) is np.ndarray else bytes(value)
+            self.parts.append(data)
+            self.seen[id(value)] = {_SPAN: [self.size, self.size + len(data)]}
+            self.size += len(data)
+        return self.seen[id(value)]
+
+
+_SPAN = "__span__"
+
+
+def _jsonable(value, spans: _Spans):
+    """What ``json.dumps`` cannot write by itself: record dataclasses as dicts, bytes and the arrays of
+    keys (as float64 bytes) as their ``spans``; anything else as the extras codec's JSON form has it
+    (numpy values plain)."""
+    if type(value) is Keys:
+        return {name: spans.span(v) if type(v) is np.ndarray else v for name, v in _fields(value).items()}
     if _defaults(type(value)) is not None:
-        return {name: _array_bytes(v) if type(v) is np.ndarray else v for name, v in _fields(value).items()}
+        return _fields(value)
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return {codec.BYTES: base64.b64encode(value).decode("ascii")}
+        return spans.span(value)
     raise TypeError(f"a record cannot hold {type(value).__name__}")
 
 
-def _array_bytes(array: np.ndarray) -> dict:
-    return {codec.BYTES: base64.b64encode(np.ascontiguousarray(array, "<f8").tobytes()).decode("ascii")}
-
-
-def _untagged(data: dict):
-    return base64.b64decode(data[codec.BYTES]) if len(data) == 1 and codec.BYTES in data else data
+def _untagged(data: dict, held: bytes | None):
+    """Bytes where the text holds them: a span of ``held`` (left as it is without ``held``), or base64
+    (as the records of earlier versions)."""
+    if len(data) == 1:
+        if _SPAN in data and held is not None:
+            start, stop = data[_SPAN]
+            return held[start:stop]
+        if codec.BYTES in data:
+            return base64.b64decode(data[codec.BYTES])
+    return data
 
 
 _EMPTIED = (str, list, dict)  # fields whose default is empty
 
 
 @cache
-def _defaults(cls) -> list[tuple[str, object]] | None:
-    """(name, default) of each field of a record dataclass (MISSING for the required ones); None for
+def _defaults(cls) -> dict[str, object] | None:
+    """The default of each field of a record dataclass by name (MISSING for the required ones); None for
     any other class."""
     if not hasattr(cls, "__dataclass_fields__"):
         return None
-    return [
-        (f.name, f.default_factory() if f.default_factory is not MISSING else f.default) for f in fields(cls)
-    ]
+    return {
+        f.name: f.default_factory() if f.default_factory is not MISSING else f.default for f in fields(cls)
+    }
 
 
 def _array(data: bytes, *shape: int) -> np.ndarray:

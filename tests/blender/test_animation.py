@@ -341,3 +341,43 @@ def test_switching_action_in_the_action_editor_starts_from_rest(empty_scene):
     np.testing.assert_allclose(np.array(bone3.matrix_basis), np.eye(4), atol=1e-6)  # not keyed: rest
     np.testing.assert_allclose(bone1.location, (0, 0, 0), atol=1e-6)  # rotation keyed, location at rest
     assert not np.allclose(np.array(bone1.rotation_quaternion), (1, 0, 0, 0))
+
+
+def test_channels_keyed_together_make_what_each_makes_alone(empty_scene):
+    """The builder maps quaternions, finds their sign flips and which need slerp keys for all channels of
+    an animation at once: each channel gets the F-curves and record it gets when keyed alone."""
+    from retro_models.operators.blender.animation import fcurve_rows
+
+    rng = np.random.default_rng(21)
+    skeleton = chain_skeleton(rng)
+    every_frame = np.arange(12.0)
+    angles = np.linspace(0.0, 1.0, 12)
+    turn = np.stack([np.cos(angles), np.sin(angles), 0 * angles, 0 * angles], axis=1)
+    flips = turn * np.where(np.arange(12) >= 6, -1.0, 1.0)[:, None]  # one flip: the next channel starts anew
+    handles = np.stack([np.broadcast_to(every_frame[:, None], (12, 4)), flips + 0.1], axis=-1)
+    channels = [
+        sc.Channel("bone", "bone0", "rotation_quaternion", every_frame, flips),  # no slerp keys
+        sc.Channel("bone", "bone1", "rotation_quaternion", [0.0, 9.0, 20.0], random_quats(rng, 3)),
+        sc.Channel(
+            "bone", "bone2", "rotation_quaternion", every_frame, flips, "BEZIER", handles - 0.5, handles
+        ),
+        sc.Channel("bone", "bone3", "location", every_frame, rng.normal(size=(12, 3))),
+    ]
+
+    def built(keyed):
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        animation = sc.Animation("move", keyed, frame_end=20.0, skeleton=0)
+        result = build_scene(sc.Scene(skeletons=[skeleton], animations=[animation]), bpy.context)
+        (action,) = result.actions
+        rows = {(fc.data_path, fc.array_index): fcurve_rows(fc) for fc in compat.action_fcurves(action)}
+        records = {r.target: (r.slerp, r.flipped, r.digest) for r in read_record(action).channels}
+        return rows, records
+
+    together = built(channels)
+    alone = [built([channel]) for channel in channels]
+    assert together[1]["bone1"][0] and together[1]["bone0"][1] and together[1]["bone2"][1]
+    assert together[1] == {k: v for _, records in alone for k, v in records.items()}
+    assert together[0].keys() == {k for rows, _ in alone for k in rows}
+    for rows, _ in alone:
+        for key, keys in rows.items():
+            np.testing.assert_array_equal(together[0][key], keys, err_msg=str(key))

@@ -2,11 +2,12 @@
 
 import base64
 import dataclasses
+import json
 
 import bpy
 import numpy as np
 from retro_models.formats.scene import ChannelOrigin
-from retro_models.operators.blender import props
+from retro_models.operators.blender import props, records
 from retro_models.operators.blender.records import (
     AnimationRecord,
     ChannelRecord,
@@ -88,9 +89,26 @@ def test_defaults_come_back_and_other_actions_have_none(empty_scene):
     assert read_record(bpy.data.actions.new("made by hand")) is None
 
 
+def test_values_met_twice_are_held_once(empty_scene):
+    """Bytes and key arrays lie in one bytes property, each object once: a bone's location and rotation
+    share their times and the stored keys of their origin."""
+    times, stored = np.array([0.0, 1.0 / 3.0]), b"\x01\x02\x03"
+    record = AnimationRecord("walk", 30.0, False, 0.0, 1.0, 0, "cafe", True)
+    for path, width in (("location", 3), ("rotation_quaternion", 4)):
+        keys = Keys(times, np.arange(2.0 * width).reshape(2, width))
+        source = SceneChannel({"keys": stored} if width == 3 else {}, None, ChannelOrigin(stored, "d"), keys)
+        record.channels.append(ChannelRecord("bone", "hip", path, sources=[source]))
+    action = bpy.data.actions.new("walk")
+    write_record(action, record)
+    held = action[props.ANIMATION][records.BYTES]
+    assert len(held) == len(stored) + 8 * (2 + 6 + 8)  # the stored keys, the times, each channel's values
+    assert_same(read_record(action), record)
+
+
 def test_channels_are_one_text_and_earlier_trees_still_read(empty_scene):
     """The channel records are one string property (Blender copies it at once when appending); a record
-    saved as a tree of ID properties, as earlier versions did, still reads."""
+    saved as a tree of ID properties, or as a text with its bytes in base64, as earlier versions did,
+    still reads."""
     times, values = np.array([0.0, 2.0]), np.array([[1.0], [3.0]])
     record = AnimationRecord("run", 30.0, False, 0.0, 2.0, 0, "cafe", True)
     record.channels.append(
@@ -120,7 +138,13 @@ def test_channels_are_one_text_and_earlier_trees_still_read(empty_scene):
             ],
         }
     ]
+    tree.pop(records.BYTES)
     old = bpy.data.actions.new("run, saved earlier")
     old[props.ANIMATION] = tree
     assert_same(read_record(old), record)
     assert channel_targets(old) == [("bone", "hip")]
+    tree["channels"] = json.dumps(tree["channels"])  # base64 bytes in the text
+    text = bpy.data.actions.new("run, saved as text earlier")
+    text[props.ANIMATION] = tree
+    assert_same(read_record(text), record)
+    assert channel_targets(text) == [("bone", "hip")]

@@ -326,6 +326,28 @@ def test_appending_keeps_library_indices():
     assert model.tkl_name == "newlib"
 
 
+def test_channel_extras_of_earlier_versions_export_the_same():
+    """Earlier versions kept a channel's stored keys as lists (times, position and rotation indices),
+    and records saved then still hold them: an edited channel exports the same from either."""
+    files = demo_creature.demo_files()
+    library = tkl.read(files["demo.tkl"])
+    scene = convert.to_scene(tmd.read(files["demo.tmd"]), library, tml.read(files["demo.tml"]))
+    for channel in scene.animations[0].channels:
+        channel.origin = None  # edited: written from the keys, at the stored times and indices
+    earlier = copy.deepcopy(scene)
+    for channel in earlier.animations[0].channels:
+        if "keys" in channel.extras:
+            keys = np.frombuffer(channel.extras.pop("keys"), tmd.KEY_DTYPE)
+            channel.extras["times"] = keys["time"].astype(np.float64).tolist()
+            channel.extras["position_indices"] = keys["position"].tolist()
+            channel.extras["rotation_indices"] = keys["rotation"].tolist()
+    assert any("times" in c.extras for c in earlier.animations[0].channels)
+    model, appended, _ = convert.from_scene(scene, tkl=library)
+    assert tmd.write(model) == files["demo.tmd"] and tkl.write(appended) == files["demo.tkl"]
+    model, appended, _ = convert.from_scene(earlier, tkl=library)
+    assert tmd.write(model) == files["demo.tmd"] and tkl.write(appended) == files["demo.tkl"]
+
+
 def test_first_lod_only():
     scene = _fixture_scene(lods="FIRST")
     assert len(scene.meshes) == 1
