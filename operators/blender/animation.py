@@ -19,9 +19,10 @@ current F-curves equals it, or the channel was edited. Unedited, the channel com
 as imported, with its ``Channel.origin``: its keys are the F-curves' with the builder's changes
 undone (``_restore``) and rounded to float32 as files hold them (``_as_imported``), which the
 builder checked give the Scene's keys bit for bit, else the record keeps the Scene's keys
-(``_keep_scene_keys``; ``_restores_exactly`` for all plain bone channels of an animation at once). Edited, the channel is the F-curves' keys with the changes that still
-apply undone (loop keys, slerp keys still on the slerp, sign flips, a bake, merged components
-split again), and no origin.
+(``_keep_scene_keys``; ``_restores_exactly`` for all plain bone channels of an animation at
+once). Edited, the channel is the F-curves' keys with the changes that still apply undone (loop
+keys, slerp keys still on the slerp, sign flips, a bake, merged components split again), and no
+origin.
 """
 
 from __future__ import annotations

@@ -424,8 +424,7 @@ class Posed(NamedTuple):
 
 
 def pose_channels(channels: list[Channel], rig: Rig) -> dict[int, Posed]:
-    """Each of ``channels`` that ``key_bone_channel`` maps or bakes (steps and LINEAR quaternions, which
-    get their slerp keys first, aside), by id of the channel:
+    """Each of ``channels`` that ``key_bone_channel`` maps or bakes (steps aside), by id of the channel:
     mapped once here, the bakes in one ``bake_many`` per pose path for all, so that the bake costs no
     fixed time per channel. LINEAR quaternion channels that get slerp keys (``curves.slerp_keys``) are
     left to ``key_bone_channel``, which adds them first."""
@@ -439,9 +438,6 @@ def pose_channels(channels: list[Channel], rig: Rig) -> dict[int, Posed]:
             or channel.index is not None
             or channel.path not in BONE_PATHS
             or channel.interpolation == "CONSTANT"
-            or (
-                channel.path == "rotation_quaternion" and channel.interpolation == "LINEAR"
-            )  # slerp keys first
             or not len(channel.times)
         ):
             continue
