@@ -68,7 +68,7 @@ class BuildResult:
 def _cycle_collector_paused(build):
     """``build`` with Python's cycle collector paused: an import makes tens of thousands of objects
     that all outlive it, and each full collection on the way walks every object the process holds
-    (a tenth of a 2,000-bone import). What cycles it leaves are collected once it returns."""
+    (three of them, 0.14 s, in a 2,000-bone import). What cycles it leaves are collected after."""
 
     @functools.wraps(build)
     def paused(*args, **kwargs):
