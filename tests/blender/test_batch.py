@@ -607,3 +607,22 @@ def test_workers_run_numpy_with_one_blas_thread():
     finally:
         pool.run([], lambda job, reply: None)  # no jobs: the worker is told to stop, and waited for
     assert b"OPENBLAS_NUM_THREADS=1" in environment and b"OMP_NUM_THREADS=1" in environment
+
+
+def test_the_batchs_own_process_plans_without_bpy():
+    """tools/batch_import.py loads the batch without the operators package, which imports bpy (a second
+    and a half before the workers could start): the workers import, this process only plans."""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.path.insert(0, sys.argv[1]); import addon_package, batch_import; "
+            "addon_package.load(); batch = batch_import.load_batch(); batch.parser(); "
+            "print(batch.__name__, 'bpy' in sys.modules)",
+            str(TOOL.parent),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert loaded.stdout.split() == ["retro_models.operators.batch", "False"], loaded.stderr
