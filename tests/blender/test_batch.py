@@ -493,21 +493,24 @@ def j3d_exports(folder: Path, pick=lambda actions: actions):
     return export
 
 
-def split_and_join(path: Path, family: str, count: int, folder: Path, last: int | None = None) -> list[int]:
-    """The import of ``path`` in ``count`` parts, each as a batch worker builds it (part ``last`` after the
-    others: its file still open at the join), joined (left open); the actions each part made."""
+def split_and_join(path: Path, family: str, count: int, folder: Path) -> list[int]:
+    """The import of ``path`` in ``count`` parts, each as a batch worker builds it (part 0 last: its import
+    still open at the join), joined (left open); the actions each part made."""
     from retro_models.formats.parts import Part
 
     folder.mkdir()
     parts = [str(folder / f"{k}.blend") for k in range(count)]
     attached, made = [None] * count, [0] * count
-    for k in sorted(range(count), key=lambda k: k == last):
+    for k in [*range(1, count), 0]:
         (result,) = batch.run_job(
             bpy, [str(path)], [family], batch.family_options([]), parts[k], Part(k, count)
         )
         assert result["status"] == "ok", result
         attached[k], made[k] = batch.attached(), result["counts"]["actions"]
-    batch.join_parts(parts, str(folder / "joined.blend"), attached)
+    assert not os.path.exists(parts[0])  # saved once, joined
+    with bpy.data.libraries.load(parts[1]) as (source, _):  # a later part's file: its actions alone
+        assert source.actions and not (source.objects or source.meshes or source.materials)
+    batch.join_parts(parts[1:], str(folder / "joined.blend"), attached)
     return made
 
 
@@ -523,8 +526,8 @@ def test_a_split_import_joined_is_the_unsplit_import(addon, tmp_path):
     whole = imported(j3d_exports(tmp_path / "whole"))
     assert [n for n, *_ in whole["actions"]][-2:] == ["walk", "walk.001"]  # the BCK, then the BPK
     assert len(whole["exports"]["generated"]) == 12 and "walk" in whole["exports"]["generated"]
-    for count, made, last in ((2, [6 + 1, 5], None), (3, [4 + 1, 4, 3], 0)):
-        assert split_and_join(path, "j3d_model", count, tmp_path / f"parts{count}", last) == made
+    for count, made in ((2, [6 + 1, 5]), (3, [4 + 1, 4, 3])):
+        assert split_and_join(path, "j3d_model", count, tmp_path / f"parts{count}") == made
         assert_same_import(imported(j3d_exports(tmp_path / f"split{count}")), whole)
 
 
@@ -588,6 +591,16 @@ def test_a_job_far_longer_than_the_others_is_split_between_the_workers():
     assert batch.split_counts([40.0, 3.0, 2.0], [237, 2, 0], 8) == [8, 1, 1]  # 40 / 8 under 45 / 8
     assert batch.split_counts([40.0, 3.0], [20, 0], 4) == [1, 1]  # too few animations for two parts
     assert batch.split_counts([20.0, 20.0], [200, 200], 2) == [1, 1]  # balanced already
+
+
+def test_part_0_takes_the_batchs_total_over_the_workers_less_its_join():
+    """``first_share``: the worker of part 0 joins the parts while the others' workers take the other jobs,
+    so that every worker has about the total over the workers to do."""
+    assert batch.first_share(40.0, 45.0, 2, 2, 1.5) == (45.0 / 2 - 1.5) / 40.0
+    assert batch.first_share(40.0, 40.0, 2, 2, 0.0) == 0.5  # nothing else to do: an even share
+    assert batch.first_share(40.0, 42.0, 2, 2, 1.5) == 0.5  # the join longer than the others: even
+    assert batch.first_share(40.0, 50.0, 4, 3, 0.0) == 1 / 3  # 12.5 s of 40 is less than an even share
+    assert batch.first_share(10.0, 100.0, 2, 2, 1.0) == 1.0
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads a process's environment in /proc")
