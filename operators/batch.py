@@ -329,10 +329,11 @@ def split_counts(costs: list[float], shared: list[int], workers: int) -> list[in
 
 
 def first_share(cost: float, total: float, workers: int, count: int, join: float) -> float:
-    """Part 0's share of a job split ``count`` ways (``Part.first``): the batch's total over the workers
-    less the ``join`` (estimated seconds), which its worker does once the other parts are in while their
-    workers go on to the other jobs; at least an even share."""
-    return max(1 / count, min(1.0, (total / workers - join) / cost))
+    """Part 0's share of a job split ``count`` ways (``Part.first``): its worker also does the ``join``
+    (estimated seconds) once the other parts are in, while their workers go on to the other jobs; so that
+    every worker has the batch's total and the join over the workers to do, part 0 is that less the join
+    (at least an even share)."""
+    return max(1 / count, min(1.0, ((total + join) / workers - join) / cost))
 
 
 def shared_animations(entry: Entry, options: dict[str, dict]) -> int:

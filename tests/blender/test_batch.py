@@ -593,12 +593,12 @@ def test_a_job_far_longer_than_the_others_is_split_between_the_workers():
     assert batch.split_counts([20.0, 20.0], [200, 200], 2) == [1, 1]  # balanced already
 
 
-def test_part_0_takes_the_batchs_total_over_the_workers_less_its_join():
+def test_part_0_takes_a_workers_share_of_the_batch_and_the_join_less_the_join():
     """``first_share``: the worker of part 0 joins the parts while the others' workers take the other jobs,
-    so that every worker has about the total over the workers to do."""
-    assert batch.first_share(40.0, 45.0, 2, 2, 1.5) == (45.0 / 2 - 1.5) / 40.0
+    so that every worker has about the batch's total and the join over the workers to do."""
+    assert batch.first_share(40.0, 45.0, 2, 2, 1.5) == (46.5 / 2 - 1.5) / 40.0
     assert batch.first_share(40.0, 40.0, 2, 2, 0.0) == 0.5  # nothing else to do: an even share
-    assert batch.first_share(40.0, 42.0, 2, 2, 1.5) == 0.5  # the join longer than the others: even
+    assert batch.first_share(40.0, 41.0, 2, 2, 1.5) == 0.5  # the join longer than the others: even
     assert batch.first_share(40.0, 50.0, 4, 3, 0.0) == 1 / 3  # 12.5 s of 40 is less than an even share
     assert batch.first_share(10.0, 100.0, 2, 2, 1.0) == 1.0
 
