@@ -583,6 +583,27 @@ def test_sunshine_mario_split_between_two_workers_is_the_unsplit_import(addon, t
     assert_same_import(split, imported(j3d_exports(tmp_path / "whole", pick)))
 
 
+@pytest.mark.parametrize("damaged", ["b00.bck", "b39.bck"])
+def test_a_split_import_with_a_damaged_part_fails_whole(addon, tmp_path, damaged):
+    """A model with 40 BCKs is split in two with -j 2; a damaged BCK in part 0's share or part 1's fails
+    the file with its error, and the worker of part 0, which waits for part 1 to join it, goes on."""
+    from j3d_model_fixtures import generated_bytes
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "generated.bmd").write_bytes(generated_bytes())
+    for n in range(40):
+        (folder / f"b{n:02}.bck").write_bytes(_bck(f"b{n:02}", n))
+    data = (folder / damaged).read_bytes()
+    (folder / damaged).write_bytes(data[: len(data) // 2])  # its header whole: paired, then failing
+    summary = tmp_path / "summary.json"
+    done = run(folder / "generated.bmd", "--out-dir", tmp_path / "out", "-j", "2", "--json", summary)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"[1/1] FAILED {folder / 'generated.bmd'}" in done.stdout and damaged in done.stdout
+    assert min(json.loads(summary.read_text())["worker_cpu_seconds"]) > 0  # both workers took a part
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
 def test_a_job_far_longer_than_the_others_is_split_between_the_workers():
     """``split_counts``: a job above the batch's total over the workers is split into as many parts as bring
     each under it (one per worker at most, MIN_SHARED animations each); the others stay whole."""
