@@ -86,11 +86,19 @@ def _options_help() -> str:
     return "\n".join(lines)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Lists the import options only in its help: they come from the registry, whose import (half a
+    second) the workers' start-up need not wait for."""
+
+    def format_help(self) -> str:
+        self.epilog = _options_help()
+        return super().format_help()
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog=f"blender -b -c {COMMAND}",
         description="Import game model files into .blend files, on every core.",
-        epilog=_options_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         exit_on_error=False,
     )
@@ -481,6 +489,12 @@ class Pool:
         for t in threads:
             t.join()
 
+    def stop(self) -> None:
+        """End the workers at once: there is nothing for them to do."""
+        for process in self.processes:
+            process.kill()
+            process.wait()
+
     def _start(self) -> subprocess.Popen:
         return subprocess.Popen(
             worker_command(),
@@ -685,19 +699,22 @@ def join_blends(parts: list[str], out: str) -> None:
 
 def main(argv: list[str]) -> int:
     """Run the batch; returns the exit status (0 all imported, 1 some failed, 2 usage)."""
+    started = time.perf_counter()
+    pool = None
     try:
         args = parser().parse_args(argv)
         if args.jobs < 1:
             raise UsageError("-j needs at least one worker")
+        found = expand(args.inputs)
+        pool = Pool(min(args.jobs, len(found)))  # their start-up overlaps the rest of the planning
         options = family_options(args.option)
     except SystemExit as e:  # --help, or argparse's own usage message
         return int(e.code or 0)
     except (argparse.ArgumentError, UsageError) as e:
+        if pool is not None:
+            pool.stop()
         print(f"{COMMAND}: {e}", file=sys.stderr)
         return 2
-    started = time.perf_counter()
-    found = expand(args.inputs)
-    pool = Pool(min(args.jobs, len(found)))
     entries, applied, explicit = [], [], []
     for path, named in found:
         entry = Entry(path)
