@@ -408,11 +408,14 @@ def serve() -> None:
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     register()
+    opened = None  # the part 0 of a split import this worker has made: open, not saved
     try:
         for line in sys.stdin:
             job = json.loads(line)
             reply = {}
-            if "join" in job:  # part 0 of a split import is open: the later parts join it
+            if "join" in job:
+                if job["first"] != opened:  # a worker started anew: ending reports the join failed
+                    raise RuntimeError("the part 0 to join is not open in this worker")
                 join_parts(job["join"], job["blend"], job["attached"])
             else:
                 part = Part(*job["part"]) if "part" in job else None
@@ -421,6 +424,7 @@ def serve() -> None:
                 )
                 if part is not None:
                     reply["attached"] = attached()
+            opened = job["blend"] if job.get("part", [None])[0] == 0 else None
             print(RESULT + json.dumps({**reply, "cpu": time.process_time()}), flush=True)
     finally:
         unregister()  # the bpy 4.2 module crashes on exit while an add-on is registered
@@ -790,6 +794,7 @@ def main(argv: list[str]) -> int:
                         {**merged_result([r["results"][0] for r in replies]), "blend": job["final"]}
                     ]
                     joins[number] = {
+                        "first": parts[0][0]["blend"],
                         "join": [p["blend"] for p, _ in parts[1:]],
                         "attached": [r["attached"] for r in replies],
                         "blend": job["final"],

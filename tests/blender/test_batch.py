@@ -604,6 +604,16 @@ def test_a_split_import_with_a_damaged_part_fails_whole(addon, tmp_path, damaged
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
 
 
+def test_a_join_sent_to_a_worker_without_its_part_0_fails_and_writes_nothing(tmp_path):
+    """A worker started anew (its predecessor died after part 0) has no part 0 open: it ends rather than
+    save the later parts' actions alone as the joined file; the pool reports the job's worker gone."""
+    out = tmp_path / "joined.blend"
+    join = {"join": [], "first": str(tmp_path / "0.blend"), "attached": [], "blend": str(out)}
+    replies = []
+    batch.Pool(1).run([join], lambda job, reply: replies.append(reply))
+    assert replies == [None] and not out.exists()
+
+
 def test_a_job_far_longer_than_the_others_is_split_between_the_workers():
     """``split_counts``: a job above the batch's total over the workers is split into as many parts as bring
     each under it (one per worker at most, MIN_SHARED animations each); the others stay whole."""
