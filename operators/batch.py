@@ -16,8 +16,8 @@ models are imported together, as File > Import does (appending one model's .blen
 Blender costs more than importing it there). A job that would still finish long after the others is
 split into parts (``split_counts``, formats/parts.py): each imports the model with its share of the
 animations, and the worker of part 0, its import still open, appends the others' actions to it: the
-file the unsplit import would have made (``join_parts``). Exit status: 0 when every file imported, 1 when some failed, 2 for
-a wrong command line.
+file the unsplit import would have made (``join_parts``). Exit status: 0 when every file imported, 1
+when some failed, 2 for a wrong command line.
 
 Module-level imports are the standard library only: worker processes load the add-on by path.
 """
@@ -768,7 +768,7 @@ def main(argv: list[str]) -> int:
 
         arrived: dict[int, list[tuple[dict, dict | None]]] = {}  # split job → its parts and their replies
         joined: dict[int, list[dict]] = {}  # split job → its file's result, once its parts are joined
-        joins: dict[int, dict] = {}  # split job → the join to do once its parts are in (None: one failed)
+        joins: dict[int, dict] = {}  # split job → the join to do once its parts are in (none: one failed)
         ready: dict[int, threading.Event] = {}  # split job → set once its parts are in
 
         def done(job: dict, reply: dict | None) -> dict | Callable[[], dict | None] | None:
