@@ -12,35 +12,42 @@ whichever part builds it, so the joined import is the unsplit one.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class Part:
-    """Part ``number`` (0 … ``count`` − 1) of an import split ``count`` ways."""
+    """Part ``number`` (0 … ``count`` − 1) of an import split ``count`` ways; part 0 takes ``first`` of
+    the work (the others share the rest evenly): more than 1 / ``count`` when its worker would otherwise
+    wait for the others (they go on to the batch's other jobs meanwhile)."""
 
     number: int
     count: int
+    first: float | None = None  # None: 1 / count
 
     def __post_init__(self):
         if not 0 <= self.number < self.count:
             raise ValueError(f"part {self.number} of {self.count}")
+        if self.first is not None and not 0 < self.first <= 1:
+            raise ValueError(f"part 0's share {self.first}")
 
     def built(self, shared: list[bool]) -> list[int]:
         """The places (in an import's animations, in order) this part builds, ``shared`` telling per
         animation whether it may go to any part: its share of those, in order; for part 0 also every
         other. The others take about half as long to build as a shared one (they key a few material or
-        object channels, not every bone), so part 0's share is smaller by half their number, and rounded
-        up: it has the first (the one the import plays)."""
+        object channels, not every bone), so part 0's share of the shared is smaller by half their
+        number, and rounded up: it has the first (the one the import plays)."""
         places = [i for i, s in enumerate(shared) if s]
         others = len(shared) - len(places)
+        work = len(places) + others / 2  # in shared animations
+        first = 1 / self.count if self.first is None else self.first
 
         def end(number: int) -> int:  # where the shares of parts 0 … number end among the shared
             if number == self.count - 1:
                 return len(places)
-            # ⌈(shared + others / 2) · (number + 1) / count − others / 2⌉, at least 1 for part 0
-            cut = -(-((2 * len(places) + others) * (number + 1) - others * self.count) // (2 * self.count))
-            return min(len(places), max(cut, min(len(places), 1)))
+            done = work * (first + number * (1 - first) / (self.count - 1)) - others / 2
+            return min(len(places), max(math.ceil(round(done, 9)), min(len(places), 1)))
 
         start = end(self.number - 1) if self.number else 0
         mine = set(places[start : end(self.number)])

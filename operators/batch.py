@@ -15,9 +15,9 @@ the cores are the workers'), the longest jobs first; this process only plans, pr
 models are imported together, as File > Import does (appending one model's .blend to another's in
 Blender costs more than importing it there). A job that would still finish long after the others is
 split into parts (``split_counts``, formats/parts.py): each imports the model with its share of the
-animations, and the worker that finishes the last part joins them into the file the unsplit import
-would have made (``join_parts``). Exit status: 0 when every file imported, 1 when some failed, 2 for
-a wrong command line.
+animations, and the worker of part 0, its import still open, appends the others' actions to it: the
+file the unsplit import would have made (``join_parts``). Exit status: 0 when every file imported, 1
+when some failed, 2 for a wrong command line.
 
 Module-level imports are the standard library only: worker processes load the add-on by path.
 """
@@ -37,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -85,11 +86,19 @@ def _options_help() -> str:
     return "\n".join(lines)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Lists the import options only in its help: they come from the registry, whose import (half a
+    second) the workers' start-up need not wait for."""
+
+    def format_help(self) -> str:
+        self.epilog = _options_help()
+        return super().format_help()
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog=f"blender -b -c {COMMAND}",
         description="Import game model files into .blend files, on every core.",
-        epilog=_options_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         exit_on_error=False,
     )
@@ -296,11 +305,12 @@ def plan(entries: list[Entry], applied: list[bool]) -> tuple[list[list[int]], li
     return jobs, orphans
 
 
-# A job's seconds, estimated from what is cheap to know (measured on the corpus, one worker): a model's
-# import reads about BYTES_PER_SECOND of its files; each animation it may share out takes about
-# SECONDS_PER_ANIMATION more to build.
-BYTES_PER_SECOND = 400_000
-SECONDS_PER_ANIMATION = 0.15
+# A job's seconds, estimated from what is cheap to know (fitted to the CPU seconds of the corpus's jobs,
+# one worker): a model's import reads about BYTES_PER_SECOND of its files; each animation it may share
+# out takes about SECONDS_PER_ANIMATION more to build. Saving its .blend takes about as long as reading
+# its files.
+BYTES_PER_SECOND = 1_000_000
+SECONDS_PER_ANIMATION = 0.09
 # The fewest such animations worth a part of its own: fewer do not repay the part's import of the model
 # and its join (about a second for SunshineMario.arc's 26 models).
 MIN_SHARED = 16
@@ -324,6 +334,14 @@ def split_counts(costs: list[float], shared: list[int], workers: int) -> list[in
         max(1, min(workers, math.ceil(c / fair), n // MIN_SHARED)) if workers > 1 and c > fair else 1
         for c, n in zip(costs, shared, strict=True)
     ]
+
+
+def first_share(cost: float, total: float, workers: int, count: int, join: float) -> float:
+    """Part 0's share of a job split ``count`` ways (``Part.first``): its worker also does the ``join``
+    (estimated seconds) once the other parts are in, while their workers go on to the other jobs; so that
+    every worker has the batch's total and the join over the workers to do, part 0 is that less the join
+    (at least an even share)."""
+    return max(1 / count, min(1.0, ((total + join) / workers - join) / cost))
 
 
 def shared_animations(entry: Entry, options: dict[str, dict]) -> int:
@@ -390,11 +408,14 @@ def serve() -> None:
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     register()
+    opened = None  # the part 0 of a split import this worker has made: open, not saved
     try:
         for line in sys.stdin:
             job = json.loads(line)
             reply = {}
             if "join" in job:
+                if job["first"] != opened:  # a worker started anew: ending reports the join failed
+                    raise RuntimeError("the part 0 to join is not open in this worker")
                 join_parts(job["join"], job["blend"], job["attached"])
             else:
                 part = Part(*job["part"]) if "part" in job else None
@@ -403,6 +424,7 @@ def serve() -> None:
                 )
                 if part is not None:
                     reply["attached"] = attached()
+            opened = job["blend"] if job.get("part", [None])[0] == 0 else None
             print(RESULT + json.dumps({**reply, "cpu": time.process_time()}), flush=True)
     finally:
         unregister()  # the bpy 4.2 module crashes on exit while an add-on is registered
@@ -436,9 +458,12 @@ def run_job(
             entry.status, entry.counts = "ok", report.counts
             entry.warnings, entry.notes = report.warnings, report.notes
         results.append(dataclasses.asdict(entry))
-    if any(r["status"] == "ok" for r in results):
+    if any(r["status"] == "ok" for r in results) and (part is None or part.number):
         os.makedirs(os.path.dirname(blend), exist_ok=True)
-        bpy.ops.wm.save_as_mainfile(filepath=blend, compress=False)
+        if part is None:
+            bpy.ops.wm.save_as_mainfile(filepath=blend, compress=False)
+        else:  # only its actions join part 0 (``join_parts``), which stays open and is saved joined
+            bpy.data.libraries.write(blend, set(bpy.data.actions), fake_user=True)
         for r in results:
             r["blend"] = blend
     return results
@@ -457,7 +482,8 @@ class Pool:
 
     def run(self, jobs: list[dict], done) -> None:
         """Every job through the workers; ``done(job, reply)`` runs for each as it finishes (``reply``: the
-        worker's, None when it died) and may return a job for the same worker to do next."""
+        worker's, None when it died) and may return a job for the same worker to do next, or a function
+        that returns it (or None) once it can be made: the worker waits for it."""
         self.done = done
         for job in jobs:
             self.jobs.put(job)
@@ -466,6 +492,12 @@ class Pool:
             t.start()
         for t in threads:
             t.join()
+
+    def stop(self) -> None:
+        """End the workers at once: there is nothing for them to do."""
+        for process in self.processes:
+            process.kill()
+            process.wait()
 
     def _start(self) -> subprocess.Popen:
         return subprocess.Popen(
@@ -489,6 +521,8 @@ class Pool:
                 reply = self._ask(process, job)
                 with self.lock:
                     job = self.done(job, reply)
+                if callable(job):
+                    job = job()
         process.stdin.close()
         process.wait()
 
@@ -554,18 +588,17 @@ def attached() -> dict:
     return {"lists": lists, "places": places}
 
 
-def join_parts(parts: list[str], out: str, attached: list[dict]) -> None:
+def join_parts(later: list[str], out: str, attached: list[dict]) -> None:
     """The parts of a split import (formats/parts.py; ``attached()`` of each) as the unsplit import makes
-    it: the first part's file, the later parts' actions appended (the rest of their files is the same
-    model again), and every owner's list of action groups merged in the order of the groups' places.
+    it, saved to ``out``: part 0's import (open), the actions of the ``later`` parts' files (``run_job``
+    writes only those) appended, and every owner's list of action groups merged in the order of the
+    groups' places.
     Where a name was taken in another part, the actions sharing it are numbered (``.001``…) in the
     order of their places, as Blender numbered them making them one after the other."""
     import bpy
 
     from .blender import props, records
 
-    if bpy.data.filepath != parts[0]:  # else this worker has just made and saved part 0: it is open
-        bpy.ops.wm.open_mainfile(filepath=parts[0], load_ui=False)
     places = {group: place for a in attached for group, place in a["places"].items()}
 
     def order(action, number: int, name: str) -> tuple:
@@ -573,7 +606,7 @@ def join_parts(parts: list[str], out: str, attached: list[dict]) -> None:
 
     made = {a.as_pointer(): order(a, 0, a.name) for a in bpy.data.actions}
     taken = set()  # names a later part had too
-    for number, part in enumerate(parts[1:], 1):
+    for number, part in enumerate(later, 1):
         with bpy.data.libraries.load(part, link=False) as (source, target):
             names = list(source.actions)
             target.actions = list(names)
@@ -670,19 +703,22 @@ def join_blends(parts: list[str], out: str) -> None:
 
 def main(argv: list[str]) -> int:
     """Run the batch; returns the exit status (0 all imported, 1 some failed, 2 usage)."""
+    started = time.perf_counter()
+    pool = None
     try:
         args = parser().parse_args(argv)
         if args.jobs < 1:
             raise UsageError("-j needs at least one worker")
+        found = expand(args.inputs)
+        pool = Pool(min(args.jobs, len(found)))  # their start-up overlaps the rest of the planning
         options = family_options(args.option)
     except SystemExit as e:  # --help, or argparse's own usage message
         return int(e.code or 0)
     except (argparse.ArgumentError, UsageError) as e:
+        if pool is not None:
+            pool.stop()
         print(f"{COMMAND}: {e}", file=sys.stderr)
         return 2
-    started = time.perf_counter()
-    found = expand(args.inputs)
-    pool = Pool(min(args.jobs, len(found)))
     entries, applied, explicit = [], [], []
     for path, named in found:
         entry = Entry(path)
@@ -732,35 +768,45 @@ def main(argv: list[str]) -> int:
 
         arrived: dict[int, list[tuple[dict, dict | None]]] = {}  # split job → its parts and their replies
         joined: dict[int, list[dict]] = {}  # split job → its file's result, once its parts are joined
+        joins: dict[int, dict] = {}  # split job → the join to do once its parts are in (none: one failed)
+        ready: dict[int, threading.Event] = {}  # split job → set once its parts are in
 
-        def done(job: dict, reply: dict | None) -> dict | None:
-            """Report a job's files; the last part of a split job in, the join of its parts to do next."""
+        def done(job: dict, reply: dict | None) -> dict | Callable[[], dict | None] | None:
+            """Report a job's files. A split job's part 0 imported: its join, for the same worker, once every
+            part is in."""
             if "join" in job:
                 report(job, joined[job["job"]] if reply is not None else None)
                 return None
             if "part" not in job:
                 report(job, reply and reply["results"])
                 return None
-            parts = arrived.setdefault(job["job"], [])
+            number = job["job"]
+            parts = arrived.setdefault(number, [])
             parts.append((job, reply))
-            if len(parts) < job["part"][1]:
+            if len(parts) == job["part"][1]:
+                parts.sort(key=lambda p: p[0]["part"][0])
+                replies = [r for _, r in parts]
+                failed = next((r for r in replies if r is None or r["results"][0]["status"] != "ok"), False)
+                if failed is not False:
+                    report(job, failed and failed["results"])
+                else:
+                    joined[number] = [
+                        {**merged_result([r["results"][0] for r in replies]), "blend": job["final"]}
+                    ]
+                    joins[number] = {
+                        "first": parts[0][0]["blend"],
+                        "join": [p["blend"] for p, _ in parts[1:]],
+                        "attached": [r["attached"] for r in replies],
+                        "blend": job["final"],
+                        "job": number,
+                        "entries": job["entries"],
+                    }
+                ready[number].set()
+            if job["part"][0] or reply is None or reply["results"][0]["status"] != "ok":
                 return None
-            parts.sort(key=lambda p: p[0]["part"][0])
-            replies = [r for _, r in parts]
-            failed = next((r for r in replies if r is None or r["results"][0]["status"] != "ok"), False)
-            if failed is not False:
-                report(job, failed and failed["results"])
-                return None
-            joined[job["job"]] = [
-                {**merged_result([r["results"][0] for r in replies]), "blend": job["final"]}
-            ]
-            return {
-                "join": [p["blend"] for p, _ in parts],
-                "attached": [r["attached"] for r in replies],
-                "blend": job["final"],
-                "job": job["job"],
-                "entries": job["entries"],
-            }
+            # Part 0 is taken after the others (``work``): they are running or done, so this waits for no
+            # worker that may itself wait.
+            return lambda: ready[number].wait() and joins.get(number)
 
         workers = len(pool.processes)
         shared = [
@@ -771,6 +817,7 @@ def main(argv: list[str]) -> int:
             cost([entries[i].path for i in job], paired_bytes, n) for job, n in zip(jobs, shared, strict=True)
         ]
         work = []  # (estimated seconds, job)
+        total = sum(costs)
         for number, (job, blend, count) in enumerate(
             zip(jobs, blends, split_counts(costs, shared, workers), strict=True)
         ):
@@ -783,8 +830,11 @@ def main(argv: list[str]) -> int:
             if count == 1:
                 work.append((costs[number], {**files, "blend": blend}))
                 continue
-            for k in range(count):
-                part = {"part": [k, count], "job": number, "final": blend}
+            ready[number] = threading.Event()
+            join = os.path.getsize(files["paths"][0]) / BYTES_PER_SECOND  # saving the joined model
+            first = first_share(costs[number], total, workers, count, join)
+            for k in [*range(1, count), 0]:  # part 0 last: its worker waits for the others to join them
+                part = {"part": [k, count, first], "job": number, "final": blend}
                 work.append(
                     (
                         costs[number] / count,

@@ -292,8 +292,8 @@ def import_path(
             progress.status(f"Importing {os.path.basename(path)}")
         try:
             loaded = importer.load(path, options, **({"part": part} if importer.shared_animations else {}))
-        except FormatError as e:
-            raise _wrong_kind(family, path, e) or e from e
+        except FormatError as e:  # in the file itself: maybe another family's (not in a file loaded with it)
+            raise (_wrong_kind(family, path, e) if e.filename == path else None) or e from e
         if progress:
             progress.step()
         # A file holding several models (an archive) loads as a list: one collection each, by its name.

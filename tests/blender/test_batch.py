@@ -493,21 +493,24 @@ def j3d_exports(folder: Path, pick=lambda actions: actions):
     return export
 
 
-def split_and_join(path: Path, family: str, count: int, folder: Path, last: int | None = None) -> list[int]:
-    """The import of ``path`` in ``count`` parts, each as a batch worker builds it (part ``last`` after the
-    others: its file still open at the join), joined (left open); the actions each part made."""
+def split_and_join(path: Path, family: str, count: int, folder: Path) -> list[int]:
+    """The import of ``path`` in ``count`` parts, each as a batch worker builds it (part 0 last: its import
+    still open at the join), joined (left open); the actions each part made."""
     from retro_models.formats.parts import Part
 
     folder.mkdir()
     parts = [str(folder / f"{k}.blend") for k in range(count)]
     attached, made = [None] * count, [0] * count
-    for k in sorted(range(count), key=lambda k: k == last):
+    for k in [*range(1, count), 0]:
         (result,) = batch.run_job(
             bpy, [str(path)], [family], batch.family_options([]), parts[k], Part(k, count)
         )
         assert result["status"] == "ok", result
         attached[k], made[k] = batch.attached(), result["counts"]["actions"]
-    batch.join_parts(parts, str(folder / "joined.blend"), attached)
+    assert not os.path.exists(parts[0])  # saved once, joined
+    with bpy.data.libraries.load(parts[1]) as (source, _):  # a later part's file: its actions alone
+        assert source.actions and not (source.objects or source.meshes or source.materials)
+    batch.join_parts(parts[1:], str(folder / "joined.blend"), attached)
     return made
 
 
@@ -523,8 +526,8 @@ def test_a_split_import_joined_is_the_unsplit_import(addon, tmp_path):
     whole = imported(j3d_exports(tmp_path / "whole"))
     assert [n for n, *_ in whole["actions"]][-2:] == ["walk", "walk.001"]  # the BCK, then the BPK
     assert len(whole["exports"]["generated"]) == 12 and "walk" in whole["exports"]["generated"]
-    for count, made, last in ((2, [6 + 1, 5], None), (3, [4 + 1, 4, 3], 0)):
-        assert split_and_join(path, "j3d_model", count, tmp_path / f"parts{count}", last) == made
+    for count, made in ((2, [6 + 1, 5]), (3, [4 + 1, 4, 3])):
+        assert split_and_join(path, "j3d_model", count, tmp_path / f"parts{count}") == made
         assert_same_import(imported(j3d_exports(tmp_path / f"split{count}")), whole)
 
 
@@ -580,6 +583,37 @@ def test_sunshine_mario_split_between_two_workers_is_the_unsplit_import(addon, t
     assert_same_import(split, imported(j3d_exports(tmp_path / "whole", pick)))
 
 
+@pytest.mark.parametrize("damaged", ["b00.bck", "b39.bck"])
+def test_a_split_import_with_a_damaged_part_fails_whole(addon, tmp_path, damaged):
+    """A model with 40 BCKs is split in two with -j 2; a damaged BCK in part 0's share or part 1's fails
+    the file with its error, and the worker of part 0, which waits for part 1 to join it, goes on."""
+    from j3d_model_fixtures import generated_bytes
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "generated.bmd").write_bytes(generated_bytes())
+    for n in range(40):
+        (folder / f"b{n:02}.bck").write_bytes(_bck(f"b{n:02}", n))
+    data = (folder / damaged).read_bytes()
+    (folder / damaged).write_bytes(data[: len(data) // 2])  # its header whole: paired, then failing
+    summary = tmp_path / "summary.json"
+    done = run(folder / "generated.bmd", "--out-dir", tmp_path / "out", "-j", "2", "--json", summary)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"[1/1] FAILED {folder / 'generated.bmd'}" in done.stdout and damaged in done.stdout
+    assert min(json.loads(summary.read_text())["worker_cpu_seconds"]) > 0  # both workers took a part
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+def test_a_join_sent_to_a_worker_without_its_part_0_fails_and_writes_nothing(tmp_path):
+    """A worker started anew (its predecessor died after part 0) has no part 0 open: it ends rather than
+    save the later parts' actions alone as the joined file; the pool reports the job's worker gone."""
+    out = tmp_path / "joined.blend"
+    join = {"join": [], "first": str(tmp_path / "0.blend"), "attached": [], "blend": str(out)}
+    replies = []
+    batch.Pool(1).run([join], lambda job, reply: replies.append(reply))
+    assert replies == [None] and not out.exists()
+
+
 def test_a_job_far_longer_than_the_others_is_split_between_the_workers():
     """``split_counts``: a job above the batch's total over the workers is split into as many parts as bring
     each under it (one per worker at most, MIN_SHARED animations each); the others stay whole."""
@@ -588,6 +622,16 @@ def test_a_job_far_longer_than_the_others_is_split_between_the_workers():
     assert batch.split_counts([40.0, 3.0, 2.0], [237, 2, 0], 8) == [8, 1, 1]  # 40 / 8 under 45 / 8
     assert batch.split_counts([40.0, 3.0], [20, 0], 4) == [1, 1]  # too few animations for two parts
     assert batch.split_counts([20.0, 20.0], [200, 200], 2) == [1, 1]  # balanced already
+
+
+def test_part_0_takes_a_workers_share_of_the_batch_and_the_join_less_the_join():
+    """``first_share``: the worker of part 0 joins the parts while the others' workers take the other jobs,
+    so that every worker has about the batch's total and the join over the workers to do."""
+    assert batch.first_share(40.0, 45.0, 2, 2, 1.5) == (46.5 / 2 - 1.5) / 40.0
+    assert batch.first_share(40.0, 40.0, 2, 2, 0.0) == 0.5  # nothing else to do: an even share
+    assert batch.first_share(40.0, 41.0, 2, 2, 1.5) == 0.5  # the join longer than the others: even
+    assert batch.first_share(40.0, 50.0, 4, 3, 0.0) == 1 / 3  # 12.5 s of 40 is less than an even share
+    assert batch.first_share(10.0, 100.0, 2, 2, 1.0) == 1.0
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads a process's environment in /proc")
@@ -607,3 +651,22 @@ def test_workers_run_numpy_with_one_blas_thread():
     finally:
         pool.run([], lambda job, reply: None)  # no jobs: the worker is told to stop, and waited for
     assert b"OPENBLAS_NUM_THREADS=1" in environment and b"OMP_NUM_THREADS=1" in environment
+
+
+def test_the_batchs_own_process_plans_without_bpy():
+    """tools/batch_import.py loads the batch without the operators package, which imports bpy (a second
+    and a half before the workers could start): the workers import, this process only plans."""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.path.insert(0, sys.argv[1]); import addon_package, batch_import; "
+            "addon_package.load(); batch = batch_import.load_batch(); batch.parser(); "
+            "print(batch.__name__, 'bpy' in sys.modules)",
+            str(TOOL.parent),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert loaded.stdout.split() == ["retro_models.operators.batch", "False"], loaded.stderr

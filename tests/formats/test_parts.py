@@ -22,6 +22,19 @@ def test_the_others_go_to_part_0_at_their_places_for_half_a_shared_one_each():
     assert [Part(k, 2).built([True, False, False, False]) for k in range(2)] == [[0, 1, 2, 3], []]
 
 
+def test_part_0_may_take_more_than_its_even_share():
+    shares = [Part(k, 3, 0.5).built([True] * 100) for k in range(3)]
+    assert [len(share) for share in shares] == [50, 25, 25]
+    assert [place for share in shares for place in share] == list(range(100))
+    # Its share counts its others for half a shared one each: half of 20 shared and 10 others is 12.5,
+    # 5 of it the others': 8 shared (rounded up).
+    shared = [True] * 10 + [False] * 10 + [True] * 10
+    assert Part(0, 2, 0.5).built(shared) == list(range(8)) + list(range(10, 20))
+    assert Part(0, 2, 1.0).built([True] * 4) == [0, 1, 2, 3] and Part(1, 2, 1.0).built([True] * 4) == []
+
+
 def test_a_part_outside_its_count_is_refused():
     with pytest.raises(ValueError):
         Part(2, 2)
+    with pytest.raises(ValueError):
+        Part(0, 2, 0.0)
