@@ -176,36 +176,51 @@ def _direct_channels(model, evaluator, node, touched, bone) -> list[Channel]:
     count = len(times)
     durations = np.diff(times)
     lengths = np.concatenate([[durations[0] if count > 1 else 1.0], durations])  # segment ending at each key
+    # The moved components (path, component, node float), their curves computed together: (K, n).
+    moved = [
+        (path, c, node + first + c, factor)
+        for path, (first, factor) in (
+            ("location", (0, 1.0)),
+            ("rotation_euler", rotation),
+            ("scale", (3, 1.0)),
+        )
+        for c in range(3)
+        if touched[node + first + c]
+    ]
+    if not moved:
+        return []
+    floats_at = np.array([f for _, _, f, _ in moved])
+    columns = floats_at - node
+    factors = np.array([factor for _, _, _, factor in moved])
+    per_key = lengths[:, None]
+    values = (model.node_floats[floats_at] + cumulative[:, columns]) * factors
+    start_slope = (slope_in[:, columns] + linear[:, columns] / per_key) * factors
+    end_slope = (slope_out[:, columns] + linear[:, columns] / per_key) * factors
+    third = per_key / 3.0
+    left = np.stack(
+        [np.broadcast_to(times[:, None] - third, values.shape), values - end_slope * third], axis=-1
+    )
+    right = np.empty_like(left)
+    right[:-1, :, 0] = times[:-1, None] + third[1:]
+    right[:-1, :, 1] = values[:-1] + start_slope[1:] * third[1:]
+    right[-1, :, 0] = times[-1] + third[-1]
+    right[-1, :, 1] = values[-1]
+    left[0, :, 1] = values[0]
     channels = []
-    for path, (first, factor) in (("location", (0, 1.0)), ("rotation_euler", rotation), ("scale", (3, 1.0))):
-        for c in range(3):
-            f = node + first + c
-            if not touched[f]:
-                continue
-            i = f - node
-            values = (model.node_floats[f] + cumulative[:, i]) * factor
-            start_slope = (slope_in[:, i] + linear[:, i] / lengths) * factor
-            end_slope = (slope_out[:, i] + linear[:, i] / lengths) * factor
-            third = lengths / 3.0
-            left = np.stack([times - third, values - end_slope * third], axis=-1)
-            right = np.empty_like(left)
-            right[:-1, 0] = times[:-1] + third[1:]
-            right[:-1, 1] = values[:-1] + start_slope[1:] * third[1:]
-            right[-1] = (times[-1] + third[-1], values[-1])
-            left[0, 1] = values[0]
-            channel = Channel(
-                "bone",
-                bone,
-                path,
-                times.copy(),
-                values[:, None],
-                "BEZIER",
-                left[:, None, :],
-                right[:, None, :],
-                extras={"node_float": f},
-                index=c,
-            )
-            channels.append(_with_origin(channel, evaluator, int(f), int(f) + 1))
+    for n, (path, c, f, _) in enumerate(moved):
+        channel = Channel(
+            "bone",
+            bone,
+            path,
+            times.copy(),
+            values[:, n, None].copy(),
+            "BEZIER",
+            left[:, n, None].copy(),
+            right[:, n, None].copy(),
+            extras={"node_float": int(f)},
+            index=c,
+        )
+        channels.append(_with_origin(channel, evaluator, int(f), int(f) + 1))
     return channels
 
 
