@@ -491,11 +491,16 @@ def running_indices(
 
     Each keyframe's index starts at 0 and adds the step of each of its deltas.
     """
+    return _running(keyframes[f"{kind}_count"], keyframes[f"{kind}_first"], steps)
+
+
+def _running(counts: np.ndarray, firsts: np.ndarray, steps: np.ndarray):
+    """``running_indices`` of keyframes with these delta counts and first delta entries."""
     # Array methods rather than numpy functions: the tables are small, the calls many.
-    counts = keyframes[f"{kind}_count"].astype(np.int64)
+    counts = counts.astype(np.int64)
     starts = counts.cumsum() - counts
-    keyframe = np.arange(len(keyframes)).repeat(counts)
-    entries = (keyframes[f"{kind}_first"] - starts)[keyframe] + np.arange(len(keyframe))
+    keyframe = np.arange(len(counts)).repeat(counts)
+    entries = (firsts - starts)[keyframe] + np.arange(len(keyframe))
     running = np.concatenate([[0], steps[entries].cumsum(dtype=np.int64)])  # 0, then the sums
     return keyframe, running[1:] - running[starts][keyframe], entries
 
@@ -505,9 +510,33 @@ def validate(model: Model, filename: str = "<model>") -> None:
     _validate_shapes(model, filename)
     _validate_subshapes(model, filename)
     _validate_groups(model, filename)
-    for i, animation in enumerate(model.animations):
-        if animation.data is not None:
+    animated = [(i, animation) for i, animation in enumerate(model.animations) if animation.data is not None]
+    if not _animations_valid(model, [animation.data for _, animation in animated]):
+        for i, animation in animated:  # the first fault, named
             validate_animation(model, animation, filename, animation_offset(model, i))
+
+
+def _animations_valid(model: Model, anims: list[AnimationData]) -> bool:
+    """Whether every one of ``anims`` passes ``validate_animation``, tested all together: each kind of
+    delta in one pass over the keyframes of every animation, each one's deltas one after another."""
+    if not all(len(anim.base) for anim in anims):
+        return False
+    if not anims:
+        return True
+    keys = np.array([len(anim.keyframes) for anim in anims], np.int64)
+    for kind, (table, target) in DELTA_TABLES.items():
+        tables = [getattr(anim, table) for anim in anims]
+        sizes = np.array([len(deltas) for deltas in tables], np.int64)
+        counts = np.concatenate([anim.keyframes[f"{kind}_count"] for anim in anims]).astype(np.int64)
+        firsts = np.concatenate([anim.keyframes[f"{kind}_first"] for anim in anims]).astype(np.int64)
+        if ((counts > 0) & (firsts + counts > sizes.repeat(keys))).any():
+            return False
+        base = (sizes.cumsum() - sizes).repeat(keys)  # where each animation's deltas start among all
+        steps = np.concatenate([deltas["step"] for deltas in tables])
+        _, index, _ = _running(counts, firsts + base, steps)
+        if len(index) and index.max() >= len(model.block(target)):
+            return False
+    return True
 
 
 def animation_offset(model: Model, entry: int) -> int:
