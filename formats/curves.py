@@ -732,10 +732,15 @@ class _Keys:
         self.values = _inserted(self.values, at, value)
         self.modes = _inserted(self.modes, at, mode)
         if self.bezier:
-            point = np.stack(np.broadcast_arrays(frame, value), axis=-1)
-            side = np.array([1.0, 0.0])
-            self.left = _inserted(self.left, at, point - side if key_left is None else key_left)
-            self.right = _inserted(self.right, at, point + side if key_right is None else key_right)
+            if key_left is None:
+                key_left = np.empty(self.left.shape[1:])
+                key_left[..., 0], key_left[..., 1] = frame - 1.0, value
+            if key_right is None:
+                key_right = np.empty(self.right.shape[1:])
+                key_right[..., 0] = frame + 1.0
+                key_right[..., 1] = np.add(value, 0.0)  # as point + (1, 0) had it: −0.0 becomes 0.0
+            self.left = _inserted(self.left, at, key_left)
+            self.right = _inserted(self.right, at, key_right)
 
     def cut(self, i: int, frame: float):
         """(value, left handle, right handle) of a key at ``frame`` on the segment from key i − 1 to key i.
