@@ -486,8 +486,10 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
     firsts = np.cumsum(counts) - counts  # each primitive's first vertex among those sent
     sent = int(counts.sum())
     record_at = np.repeat(np.asarray(starts, np.int64) - firsts * stride, counts) + np.arange(sent) * stride
-    if stride:
-        block = np.frombuffer(lists, np.uint8)[record_at[:, None] + np.arange(stride)].view(dtype).reshape(-1)
+    if stride and sent:
+        # One row per record from a view of every ``stride`` bytes the lists hold (no per-byte index).
+        records = np.lib.stride_tricks.sliding_window_view(np.frombuffer(lists, np.uint8), stride)
+        block = records[record_at].view(dtype).reshape(-1)
     else:
         block = np.zeros(sent, dtype)
     packet_of = np.repeat(np.asarray(packets, np.int64), counts)
