@@ -368,16 +368,21 @@ def expand(kinds: np.ndarray, counts: np.ndarray, firsts: np.ndarray) -> np.ndar
     per = per + np.where(chained, np.maximum(counts - 2, 0), 0)
     primitive = np.repeat(np.arange(len(kinds)), per)
     t = np.arange(len(primitive)) - np.repeat(np.cumsum(per) - per, per)  # triangle within its primitive
-    kind, first = kinds[primitive], firsts[primitive][:, None]
+    first = firsts[primitive][:, None]
     odd = (t % 2)[:, None]
+    patterns = (  # each kind's corners, made only when some primitive is of that kind
+        (kinds == TRIANGLES, lambda: 3 * t[:, None] + [0, 1, 2]),
+        (quads, lambda: 4 * (t // 2)[:, None] + np.where(odd, [0, 2, 3], [0, 1, 2])),
+        (kinds == STRIP, lambda: t[:, None] + np.hstack([0 * odd, 1 + odd, 2 - odd])),
+        (kinds == FAN, lambda: np.hstack([0 * odd, t[:, None] + 1, t[:, None] + 2])),
+    )
+    present = [(is_kind, local) for is_kind, local in patterns if is_kind[per > 0].any()]
+    if len(present) == 1:  # one kind (strips, as most models send): its corners as they are
+        return present[0][1]() + first
     corners = np.zeros((len(t), 3), np.int64)
-    for selected, local in (
-        (kind == TRIANGLES, 3 * t[:, None] + [0, 1, 2]),
-        (quads[primitive], 4 * (t // 2)[:, None] + np.where(odd, [0, 2, 3], [0, 1, 2])),
-        (kind == STRIP, t[:, None] + np.hstack([0 * odd, 1 + odd, 2 - odd])),
-        (kind == FAN, np.hstack([0 * odd, t[:, None] + 1, t[:, None] + 2])),
-    ):
-        corners[selected] = local[selected]
+    for is_kind, local in present:
+        selected = is_kind[primitive]
+        corners[selected] = local()[selected]
     return corners + first
 
 
@@ -481,8 +486,10 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
     firsts = np.cumsum(counts) - counts  # each primitive's first vertex among those sent
     sent = int(counts.sum())
     record_at = np.repeat(np.asarray(starts, np.int64) - firsts * stride, counts) + np.arange(sent) * stride
-    if stride:
-        block = np.frombuffer(lists, np.uint8)[record_at[:, None] + np.arange(stride)].view(dtype).reshape(-1)
+    if stride and sent:
+        # One row per record from a view of every ``stride`` bytes the lists hold (no per-byte index).
+        records = np.lib.stride_tricks.sliding_window_view(np.frombuffer(lists, np.uint8), stride)
+        block = records[record_at].view(dtype).reshape(-1)
     else:
         block = np.zeros(sent, dtype)
     packet_of = np.repeat(np.asarray(packets, np.int64), counts)
@@ -508,7 +515,9 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
         )
     indices = {a: block[f"a{a}"].astype(np.int64) for a in fields if a >= POS}
     tris = expand(kinds, counts, firsts)
-    return ShapeGeometry(indices, draw, tris.astype(np.int64), primitives, int(entry["packet_count"]))
+    return ShapeGeometry(
+        indices, draw, tris.astype(np.int64, copy=False), primitives, int(entry["packet_count"])
+    )
 
 
 def arrays(model: Model, filename: str = "<bytes>") -> dict[int, np.ndarray]:

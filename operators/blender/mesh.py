@@ -279,16 +279,20 @@ def extract_mesh(context, obj, armature_obj, skeleton, materials, warnings: list
     vertex_count, loop_count, tri_count = len(data.vertices), len(data.loops), len(data.loop_triangles)
     positions = compat.read_array(data.attributes["position"].data, "vector", vertex_count, 3)
     tri_loops = compat.read_array(data.loop_triangles, "loops", tri_count, 3, np.int32).ravel()
-    triangles = compat.read_array(data.loop_triangles, "vertices", tri_count, 3, np.int32)
-    corner_vertices = triangles.ravel()
     loop_vertices = compat.read_array(data.attributes[".corner_vert"].data, "value", loop_count, 1, np.int32)
+    corner_vertices = loop_vertices[tri_loops]  # a triangle's vertices are its corners' vertices
+    triangles = corner_vertices.reshape(-1, 3)
     mesh = Mesh(props.scene_name(obj), positions, triangles, extras=props.get_extras(data))
     mesh.normals = _normals(data, tri_loops, corner_vertices, loop_vertices, vertex_count, loop_count)
     _read_layers(mesh, data, info, tri_loops, corner_vertices)
 
     if data.materials:
         slots = [materials.add(m) if m is not None else -1 for m in data.materials]
-        used = compat.read_array(data.loop_triangles, "material_index", tri_count, 1, np.int32)
+        used = np.zeros(tri_count, np.int32)  # no attribute: every face uses the first slot
+        if "material_index" in data.attributes:  # per face, read generically (faster than per triangle)
+            faces = compat.read_array(data.loop_triangle_polygons, "value", tri_count, 1, np.int32)
+            per_face = data.attributes["material_index"].data
+            used = compat.read_array(per_face, "value", len(per_face), 1, np.int32)[faces]
         used = np.clip(used, 0, len(slots) - 1)
         present = [i for i, s in enumerate(slots) if s >= 0]
         remap = np.full(len(slots), 0, np.int32)
@@ -326,7 +330,8 @@ def _read_layers(mesh: Mesh, data, info: dict, tri_loops, corner_vertices) -> No
     vertex_count, loop_count = len(data.vertices), len(data.loops)
     uv_domains = info.get("uv_domains", {})
     for uv in data.uv_layers:
-        values = compat.read_array(uv.data, "uv", loop_count, 2)[tri_loops]
+        # The map's generic attribute gives the values several times faster than ``uv.data``.
+        values = compat.read_array(data.attributes[uv.name].data, "vector", loop_count, 2)[tri_loops]
         point = (
             _per_point(values, corner_vertices, vertex_count)
             if uv_domains.get(uv.name, "POINT") == "POINT"

@@ -203,3 +203,8 @@ def test_polygons_are_triangulated(empty_scene):
     assert quads < 20 and len(got.triangles) == 20
     assert got.uv_layers[1].domain == "CORNER" and len(got.uv_layers[1].data) == 60
     assert len(got.material_indices) == 20
+    # Read in bulk from the corners and faces: the same as Blender's triangles give one by one.
+    data.calc_loop_triangles()
+    np.testing.assert_array_equal(got.triangles, [t.vertices[:] for t in data.loop_triangles])
+    np.testing.assert_array_equal(got.material_indices, [t.material_index for t in data.loop_triangles])
+    assert len(set(got.material_indices.tolist())) > 1
