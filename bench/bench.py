@@ -17,10 +17,12 @@ Workloads (``WORKLOADS``; a new one is a function returning its numbers and a ``
   over the two-worker run's planning plus its busier worker's CPU time: what two idle cores would give).
 
 The floor of a workload is Blender's own bulk calls for what the import made, its arrays prepared
-before the clock (``floor_of``): mesh attributes by ``foreach_set``, custom normals, vertex groups
-grouped by (bone, weight), and each action's F-curves by ``fcurves.new`` + ``keyframe_points.add`` +
-``foreach_set``. glTF: the imported scene exported once with ``export_scene.gltf`` (GLB, skins and every
-action), then ``import_scene.gltf`` timed in an empty scene. Memory: the peak resident size of the
+before the clock (``floor_of``): the armature (edit bones made one by one, placed by ``foreach_set``),
+mesh attributes by ``foreach_set``, custom normals, vertex groups grouped by (bone, weight), and each
+action's F-curves, in the action groups the import made them in (Blender's keying groups by bone; a
+grouped curve costs Blender about twice an ungrouped one), by ``fcurves.new`` + ``keyframe_points.add``
++ ``foreach_set``. glTF: the imported scene exported once with ``export_scene.gltf`` (GLB, skins and
+every action), then ``import_scene.gltf`` timed in an empty scene. Memory: the peak resident size of the
 workload's process (``ru_maxrss``) above its size once the input was in memory. Times are the process's
 CPU seconds (``clock``), so that other work on a shared machine skews them less.
 
@@ -108,6 +110,7 @@ def _blender():
 
 def floor_of(scene, result) -> dict:
     """What the import made, as arrays for the bulk calls (read before the clock)."""
+    bench_toshi = _blender()
     import numpy as np
     from retro_models.operators.blender import compat
 
@@ -126,10 +129,9 @@ def floor_of(scene, result) -> dict:
             "weights": [],
         }
         if mesh.skin_joints is not None and mesh.skin_weights is not None:
-            sys.path.insert(0, str(HERE))
-            from bench_toshi import _weight_calls
-
-            entry["weights"] = _weight_calls(np.asarray(mesh.skin_joints), np.asarray(mesh.skin_weights))
+            entry["weights"] = bench_toshi._weight_calls(
+                np.asarray(mesh.skin_joints), np.asarray(mesh.skin_weights)
+            )
             entry["bones"] = len(scene.skeletons[mesh.skeleton or 0].bone_names)
         meshes.append(entry)
     actions = []
@@ -142,9 +144,11 @@ def floor_of(scene, result) -> dict:
                 f: compat.read_array(points, f, n, 2).ravel() for f in ("co", "handle_left", "handle_right")
             }
             arrays["interpolation"] = compat.read_array(points, "interpolation", n, 1, np.int32)
-            curves.append((fcurve.data_path, fcurve.array_index, n, arrays))
+            group = fcurve.group.name if fcurve.group else ""
+            curves.append((fcurve.data_path, fcurve.array_index, group, n, arrays))
         actions.append(curves)
-    return {"meshes": meshes, "actions": actions}
+    armatures = [bench_toshi.armature_arrays(a) for a in result.armatures]
+    return {"meshes": meshes, "actions": actions, "armatures": armatures}
 
 
 def run_floor(prepared: dict) -> dict[str, float]:
@@ -152,8 +156,11 @@ def run_floor(prepared: dict) -> dict[str, float]:
     import bpy
     from retro_models.operators.blender import compat
 
+    bench_toshi = _blender()
     bpy.ops.wm.read_factory_settings(use_empty=True)
     start = clock()
+    for armature in prepared["armatures"]:
+        bench_toshi.make_armature(armature)
     for m in prepared["meshes"]:
         data = bpy.data.meshes.new("floor")
         data.vertices.add(m["count"])
@@ -179,8 +186,8 @@ def run_floor(prepared: dict) -> dict[str, float]:
     for i, action_curves in enumerate(prepared["actions"]):
         action, slot = compat.new_action(f"floor {i}", "OBJECT", "floor")
         fcurves = compat.ActionCurves(action, slot)
-        for path, index, count, arrays in action_curves:
-            (fcurve,) = fcurves.new(path, (index,))
+        for path, index, group, count, arrays in action_curves:
+            (fcurve,) = fcurves.new(path, (index,), group)
             points = fcurve.keyframe_points
             points.add(count)
             for field, values in arrays.items():
