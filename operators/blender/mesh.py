@@ -325,6 +325,24 @@ def extract_mesh(context, obj, armature_obj, skeleton, materials, warnings: list
     return mesh
 
 
+def extract_built_geometry(obj) -> Mesh | None:
+    """What ``extract_mesh`` reads of a mesh ``build_mesh`` made (positions, triangles, normals, layers,
+    extras: no skin, materials or shape keys), without Blender's triangulation: the builder's faces are
+    the triangles in corner order. None when its faces are not all triangles."""
+    data = obj.data
+    vertex_count, loop_count = len(data.vertices), len(data.loops)
+    if not loop_count or loop_count != 3 * len(data.polygons):
+        return None
+    info = props.to_python(data[props.MESH_INFO]) if props.MESH_INFO in data else {}
+    positions = compat.read_array(data.attributes["position"].data, "vector", vertex_count, 3)
+    corner_vertices = compat.read_array(data.attributes[".corner_vert"].data, "value", loop_count, 1, np.int32)
+    mesh = Mesh(props.scene_name(obj), positions, corner_vertices.reshape(-1, 3), extras=props.get_extras(data))
+    every_corner = slice(None)  # the triangles' corners (``tri_loops``): all of them, in order
+    mesh.normals = _normals(data, every_corner, corner_vertices, corner_vertices, vertex_count, loop_count)
+    _read_layers(mesh, data, info, every_corner, corner_vertices)
+    return mesh
+
+
 def _read_layers(mesh: Mesh, data, info: dict, tri_loops, corner_vertices) -> None:
     """UV maps (in the domain they came in), colour attributes and tangents."""
     vertex_count, loop_count = len(data.vertices), len(data.loops)
