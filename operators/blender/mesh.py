@@ -335,8 +335,12 @@ def extract_built_geometry(obj) -> Mesh | None:
         return None
     info = props.to_python(data[props.MESH_INFO]) if props.MESH_INFO in data else {}
     positions = compat.read_array(data.attributes["position"].data, "vector", vertex_count, 3)
-    corner_vertices = compat.read_array(data.attributes[".corner_vert"].data, "value", loop_count, 1, np.int32)
-    mesh = Mesh(props.scene_name(obj), positions, corner_vertices.reshape(-1, 3), extras=props.get_extras(data))
+    corner_vertices = compat.read_array(
+        data.attributes[".corner_vert"].data, "value", loop_count, 1, np.int32
+    )
+    mesh = Mesh(
+        props.scene_name(obj), positions, corner_vertices.reshape(-1, 3), extras=props.get_extras(data)
+    )
     every_corner = slice(None)  # the triangles' corners (``tri_loops``): all of them, in order
     mesh.normals = _normals(data, every_corner, corner_vertices, corner_vertices, vertex_count, loop_count)
     _read_layers(mesh, data, info, every_corner, corner_vertices)
