@@ -393,7 +393,9 @@ def _normals(data, tri_loops, corner_vertices, loop_vertices, vertex_count, loop
         source = data.attributes[props.SOURCE_NORMAL]
         if source.domain == "POINT" and source.data_type == "FLOAT_VECTOR":
             point = compat.read_array(source.data, "vector", vertex_count, 3)
-            if np.abs(point[loop_vertices] - current).max(initial=0.0) <= _NORMAL_TOLERANCE:
+            drift = np.take(point, loop_vertices, axis=0)  # take: rows several times faster than point[...]
+            np.abs(np.subtract(drift, current, out=drift), out=drift)
+            if drift.max(initial=0.0) <= _NORMAL_TOLERANCE:
                 return Layer("normal", point, "POINT")
         elif source.domain == "CORNER" and source.data_type == "FLOAT_VECTOR":
             corner = compat.read_array(source.data, "vector", loop_count, 3)
