@@ -146,23 +146,23 @@ def shape_mesh(
         skin_weights=np.take(skin.weights, draw_of, axis=0),
     )
     normal_attribute = geometry.NBT if geometry.NBT in shape_geometry.indices else geometry.NRM
-    if normal_attribute in shape_geometry.indices and geometry.NRM in arrays:
-        # Each distinct (normal, draw matrix) pair is turned once.
-        normal_of, draw_of, pair_of_corner = _distinct_pairs(
-            shape_geometry.indices[normal_attribute][corners], draw[corners], len(skin.matrices)
-        )
-        raw = np.take(arrays[geometry.NRM], normal_of, axis=0)[:, :3].astype(np.float64)
-        turned = np.einsum("nij,nj->ni", np.take(normal_matrices, draw_of, axis=0), raw)
+    if normal_attribute in shape_geometry.indices and geometry.NRM in arrays and len(corners):
+        index, matrix = shape_geometry.indices[normal_attribute][corners], draw[corners]
+        # Per vertex when every corner of each vertex sends the same (normal, draw matrix) pair (Blender
+        # sets those faster): each vertex's from one of its corners (a vertex in no triangle: the pair
+        # of least index), found without sorting the pairs.
+        corner_vertices = mesh.triangles.reshape(-1)
+        chosen = np.full(len(positions), np.argmin(index * len(skin.matrices) + matrix))
+        chosen[corner_vertices] = np.arange(len(corners))
+        same = np.take(chosen, corner_vertices)
+        per_vertex = np.array_equal(index[same], index) and np.array_equal(matrix[same], matrix)
+        if per_vertex:
+            index, matrix = index[chosen], matrix[chosen]
+        raw = np.take(arrays[geometry.NRM], index, axis=0)[:, :3].astype(np.float64)
+        turned = np.einsum("nij,nj->ni", np.take(normal_matrices, matrix, axis=0), raw)
         length = np.linalg.norm(turned, axis=1, keepdims=True)
         unit = (turned / np.where(length > 0, length, 1)).astype(np.float32)
-        # Per vertex when every corner of each vertex has the same normal (Blender sets those faster).
-        corner_vertices = mesh.triangles.reshape(-1)
-        pair_of_vertex = np.zeros(len(positions), np.int64)
-        pair_of_vertex[corner_vertices] = pair_of_corner
-        if np.array_equal(pair_of_vertex[corner_vertices], pair_of_corner):
-            mesh.normals = Layer("normal", np.take(unit, pair_of_vertex, axis=0), "POINT")
-        else:
-            mesh.normals = Layer("normal", np.take(unit, pair_of_corner, axis=0), "CORNER")
+        mesh.normals = Layer("normal", unit, "POINT" if per_vertex else "CORNER")
     for k, attribute in enumerate((geometry.CLR0, geometry.CLR1)):
         if attribute in shape_geometry.indices:
             colors = np.take(arrays[attribute], shape_geometry.indices[attribute][corners], axis=0)
