@@ -94,7 +94,18 @@ def normal_matrices(matrices: np.ndarray) -> np.ndarray:
 def _distinct_pairs(first: np.ndarray, second: np.ndarray, second_count: int):
     """The distinct (first, second) pairs in order of ``first * second_count + second`` and, per
     element, its pair's index: ``np.unique`` of those keys, by a stable sort (timsort follows the runs
-    that display lists send in order, several times faster here than ``np.unique``'s quicksort)."""
+    that display lists send in order, several times faster here than ``np.unique``'s quicksort).
+    ``first`` are array indices (≥ 0, at most 16 bits in a file)."""
+    if len(first):
+        # When every first comes with one second (each position of every corpus shape has one draw
+        # matrix), the pairs are the distinct firsts: counted in a table instead of sorted.
+        partner = np.zeros(int(first.max()) + 1, np.int64)
+        partner[first] = second
+        if np.array_equal(partner[first], second):
+            used = np.zeros(len(partner), bool)
+            used[first] = True
+            distinct = np.flatnonzero(used)
+            return distinct, partner[distinct], (np.cumsum(used) - 1)[first]
     keys = first * second_count + second
     order = np.argsort(keys, kind="stable")
     ordered = keys[order]
