@@ -328,7 +328,7 @@ def extract_mesh(context, obj, armature_obj, skeleton, materials, warnings: list
 def extract_built_geometry(obj) -> Mesh | None:
     """What ``extract_mesh`` reads of a mesh ``build_mesh`` made (positions, triangles, normals, layers,
     extras: no skin, materials or shape keys), without Blender's triangulation: the builder's faces are
-    the triangles in corner order. None when its faces are not all triangles."""
+    the triangles in corner order. None for a mesh with no faces, or with faces that are not triangles."""
     data = obj.data
     vertex_count, loop_count = len(data.vertices), len(data.loops)
     if not loop_count or loop_count != 3 * len(data.polygons):
