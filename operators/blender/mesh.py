@@ -279,7 +279,7 @@ def extract_mesh(context, obj, armature_obj, skeleton, materials, warnings: list
     vertex_count, loop_count, tri_count = len(data.vertices), len(data.loops), len(data.loop_triangles)
     positions = compat.read_array(data.attributes["position"].data, "vector", vertex_count, 3)
     tri_loops = compat.read_array(data.loop_triangles, "loops", tri_count, 3, np.int32).ravel()
-    loop_vertices = compat.read_array(data.attributes[".corner_vert"].data, "value", loop_count, 1, np.int32)
+    loop_vertices = _corner_vertices(data, loop_count)
     corner_vertices = loop_vertices[tri_loops]  # a triangle's vertices are its corners' vertices
     triangles = corner_vertices.reshape(-1, 3)
     mesh = Mesh(props.scene_name(obj), positions, triangles, extras=props.get_extras(data))
@@ -325,19 +325,15 @@ def extract_mesh(context, obj, armature_obj, skeleton, materials, warnings: list
     return mesh
 
 
-def extract_built_geometry(obj) -> Mesh | None:
+def extract_built_geometry(obj) -> Mesh:
     """What ``extract_mesh`` reads of a mesh ``build_mesh`` made (positions, triangles, normals, layers,
     extras: no skin, materials or shape keys), without Blender's triangulation: the builder's faces are
-    the triangles in corner order. None for a mesh with no faces, or with faces that are not triangles."""
+    the triangles in corner order."""
     data = obj.data
     vertex_count, loop_count = len(data.vertices), len(data.loops)
-    if not loop_count or loop_count != 3 * len(data.polygons):
-        return None
     info = props.to_python(data[props.MESH_INFO]) if props.MESH_INFO in data else {}
     positions = compat.read_array(data.attributes["position"].data, "vector", vertex_count, 3)
-    corner_vertices = compat.read_array(
-        data.attributes[".corner_vert"].data, "value", loop_count, 1, np.int32
-    )
+    corner_vertices = _corner_vertices(data, loop_count)
     mesh = Mesh(
         props.scene_name(obj), positions, corner_vertices.reshape(-1, 3), extras=props.get_extras(data)
     )
@@ -345,6 +341,13 @@ def extract_built_geometry(obj) -> Mesh | None:
     mesh.normals = _normals(data, every_corner, corner_vertices, corner_vertices, vertex_count, loop_count)
     _read_layers(mesh, data, info, every_corner, corner_vertices)
     return mesh
+
+
+def _corner_vertices(data, loop_count: int) -> np.ndarray:
+    """Each corner's vertex (a mesh without faces has no corner attribute at all)."""
+    if not loop_count:
+        return np.zeros(0, np.int32)
+    return compat.read_array(data.attributes[".corner_vert"].data, "value", loop_count, 1, np.int32)
 
 
 def _read_layers(mesh: Mesh, data, info: dict, tri_loops, corner_vertices) -> None:
