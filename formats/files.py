@@ -11,8 +11,9 @@ def read_bytes(path: str) -> bytes:
         return f.read()
 
 
-def files_in(folder: str, extension: str = "") -> dict[str, str]:
-    """Lower-cased file name → path of the files in ``folder`` ending with ``extension`` (any case).
+def files_in(folder: str, extension: str | tuple[str, ...] = "") -> dict[str, str]:
+    """Lower-cased file name → path of the files in ``folder`` ending with ``extension`` (any case; a
+    tuple: any of them).
 
     The games' folders mix the case of names; when two names differ only in case, the first in
     sorted order wins.

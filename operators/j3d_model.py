@@ -56,27 +56,20 @@ def after_build(scene, result) -> list[str]:
 def _record_for_export(scene, result) -> None:
     """Each material's MAT3 slot, and each mesh's geometry digest as the extractor reads it back: its
     skin from the weights the vertex groups were given (``mesh.grouped_skin``, which reads the same as
-    the groups without evaluating the scene), the rest read from the mesh."""
-    from .blender.extract import extract_mesh
-    from .blender.mesh import grouped_skin
+    the groups without evaluating the scene), the rest read from the mesh as built
+    (``mesh.extract_built_geometry``: the extractor's reads without Blender's triangulation)."""
+    from .blender.mesh import extract_built_geometry, grouped_skin
 
     for slot, material in enumerate(result.materials):
         props.set_extras(material, {**props.get_extras(material), model_export.SLOT: slot})
     bone_count = len(scene.skeletons[0].bone_names)
     for obj, source in zip(result.objects, scene.meshes, strict=True):
-        mesh = extract_mesh(bpy.context, obj, None, None, _Materials(), [])  # no armature: no skin read
+        mesh = extract_built_geometry(obj)
         if source.skin_weights is not None:
             mesh.skin_joints, mesh.skin_weights, _ = grouped_skin(
                 source.skin_joints, source.skin_weights, bone_count, source.skin_weights.shape[1]
             )
         props.set_extras(obj.data, {**mesh.extras, model_export.GEOMETRY: model_export.mesh_digest(mesh)})
-
-
-class _Materials:
-    """The extractor's material registry, for a digest that leaves materials out."""
-
-    def add(self, material) -> int:
-        return 0
 
 
 def _apply_paired(scene, result) -> list[str]:

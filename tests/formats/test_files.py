@@ -30,6 +30,7 @@ def test_files_in_ignores_case(tmp_path):
         (tmp_path / name).write_bytes(b"")
     assert files_in(str(tmp_path), ".tkl") == {"demo.tkl": str(tmp_path / "Demo.TKL")}
     assert set(files_in(str(tmp_path))) == {"demo.tkl", "demo.tml", "notes.txt"}
+    assert set(files_in(str(tmp_path), (".tml", ".txt"))) == {"demo.tml", "notes.txt"}
     assert files_in(str(tmp_path / "absent"), ".tkl") == {}
 
 

@@ -279,3 +279,16 @@ def test_corpus_faces_point_the_way_their_normals_do(path):
         agree += int((np.einsum("fi,fi->f", face, per_corner.sum(axis=1)) > 0).sum())
         total += len(face)
     assert agree > 0.95 * total
+
+
+@pytest.mark.parametrize("one_draw_each", [True, False])
+def test_the_distinct_vertex_pairs_are_np_uniques_whether_counted_or_sorted(one_draw_each):
+    """A vertex is a distinct (position, draw matrix) pair: counted when each position comes with one
+    draw matrix, sorted otherwise; both give ``np.unique``'s pairs, order and inverse."""
+    rng = np.random.default_rng(7)
+    first = rng.integers(0, 500, 4000)
+    second = first % 7 if one_draw_each else rng.integers(0, 7, 4000)
+    distinct, inverse = np.unique(first * 7 + second, return_inverse=True)
+    got_first, got_second, got_inverse = model_convert._distinct_pairs(first, second, 7)
+    assert np.array_equal(got_first, distinct // 7) and np.array_equal(got_second, distinct % 7)
+    assert np.array_equal(got_inverse, inverse)
