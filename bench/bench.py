@@ -10,7 +10,7 @@ Workloads (``WORKLOADS``; a new one is a function returning its numbers and a ``
 - ``tmrf N``: a TMRF skeleton chain of N bones (1000/2000/4000/8000) with a 30-frame animation on every
   bone, written by the project's TMRF writer; the growth ratio is time(2N) / time(N) (2: linear);
 - ``keys10m``: ten million keys (10 animations × 60 bones × 7 F-curves × 2,381 keys): memory;
-- ``j3d``: a J3D model (``bench_j3d_model.py``'s generated tube: 207,200 triangles, 100 joints, weighted);
+- ``j3d``: a J3D model (``bench_j3d_model.py``'s generated tube: 129,600 triangles, 100 joints, weighted);
 - ``j3d-archive``: the corpus's SunshineMario.arc with every animation that belongs to its models;
 - ``batch``: the batch import of the corpus (``tools/batch_import.py --out-dir``) with one worker process
   and with two: the wall-clock speed-up, and the speed-up in CPU seconds (the one-worker run's CPU time
@@ -357,12 +357,12 @@ def workload_toshi(folder: Path, quick: bool) -> dict:
 
 
 def workload_j3d(folder: Path, quick: bool) -> dict:
-    """The generated skinned tube of bench_j3d_model.py (207,200 triangles, 100 joints; quick: 11,800)."""
+    """The generated skinned tube of bench_j3d_model.py (129,600 triangles, 100 joints; quick: 11,800)."""
     _blender()
     import bench_j3d_model
     from retro_models.formats.j3d import model, model_convert
 
-    rings, columns = (60, 100) if quick else (260, 400)
+    rings, columns = (60, 100) if quick else (163, 400)
     path = folder / "tube.bmd"
     path.write_bytes(model.write(bench_j3d_model.tube(rings, columns, 100)))
     return import_and_floor(

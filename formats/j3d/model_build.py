@@ -139,6 +139,8 @@ def _shapes(shapes: list[Shape]) -> SHP1:
             groups.append((packet.slots[0], len(packet.slots), len(slots)))
             slots += packet.slots
             corners = np.asarray(packet.corners, np.int64)
+            if len(corners) and corners[:, 1:].max() > 0xFFFF:  # display lists index with 16 bits
+                raise ValueError(f"shape {s}: index {corners[:, 1:].max()} does not fit a 16-bit index")
             records = np.zeros(len(corners), vertex)
             if multi:
                 records["slot"] = corners[:, 0] * 3

@@ -640,3 +640,22 @@ def test_joints_from_rest_matrices_give_the_same_rest_matrices_back():
     again = model_build.joints_from_rest([j.name for j in joints], parents, world)
     rebuilt = model_geometry.world_matrices(model_build.skeleton(again, ["m"]), np.array(parents))
     np.testing.assert_allclose(rebuilt, world, atol=1e-3)
+
+
+def test_the_builder_refuses_an_index_beyond_what_a_display_list_holds():
+    corners = np.array([(0, 0, 0, 0), (0, 1, 0, 0), (0, 0x10000, 0, 0)])
+    shape = model_build.Shape(0, [model_build.Packet([0], corners)])
+    flat = np.zeros((3, 3), np.float32)
+    with pytest.raises(ValueError, match="16-bit"):
+        model_build.build(
+            [model_build.Joint("root", -1)],
+            flat,
+            flat,
+            flat[:, :2],
+            [],
+            [0],
+            [shape],
+            ["m"],
+            [],
+            np.eye(4)[None],
+        )
