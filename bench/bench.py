@@ -175,6 +175,8 @@ def run_floor(prepared: dict) -> dict[str, float]:
             data.attributes[data.uv_layers.new().name].data.foreach_set("vector", uvs)
         if m["normals"] is not None and len(m["normals"]) == m["count"]:
             data.normals_split_custom_set_from_vertices(m["normals"])
+        elif m["normals"] is not None:  # per corner
+            data.normals_split_custom_set(m["normals"])
         obj = bpy.data.objects.new("floor", data)
         if m["weights"]:
             groups = [obj.vertex_groups.new(name=f"b{i}") for i in range(m["bones"])]
