@@ -318,11 +318,11 @@ def extract_mesh(context, obj, armature_obj, skeleton, materials, warnings: list
 
     if weights is not None:
         mesh.skeleton = 0
-        joints, weights, unweighted = _strongest(
+        joints, strongest, unweighted = _strongest(
             *weights, vertex_count, len(skeleton.bone_names), info.get("skin_influences")
         )
         if joints is not None:
-            mesh.skin_joints, mesh.skin_weights = joints, weights
+            mesh.skin_joints, mesh.skin_weights = joints, strongest
             if unweighted:
                 warnings.append(f"{obj.name}: {unweighted} vertices have no bone weights")
     if data.shape_keys is not None:
