@@ -20,7 +20,8 @@ from .animation import extract_animations
 from .armature import extract_skeleton, rest_position
 from .image import extract_image
 from .material import extract_material
-from .mesh import extract_mesh, modifiers_applied
+from .mesh import extract_mesh, modifiers_applied, vertex_group_weights
+from .objects import deformed_by
 
 
 def extract_scene(
@@ -50,12 +51,20 @@ def extract_scene(
     if armature_obj is not None:
         skeleton = extract_skeleton(armature_obj)
         scene.skeletons.append(skeleton)
-    with rest_position(context, armature_obj):  # object matrices as at rest (bone parents)
+    with (
+        rest_position(context, armature_obj),  # object matrices as at rest (bone parents)
+        modifiers_applied(context, mesh_objs, scene.warnings) if apply_modifiers else nullcontext(),
+    ):
+        skins = {}  # the weights of every mesh the armature deforms, read at once
+        if skeleton is not None:
+            skinned = [o for o in mesh_objs if deformed_by(o, armature_obj)]
+            skins = dict(
+                zip(skinned, vertex_group_weights(context, skinned, skeleton.bone_names), strict=True)
+            )
         for obj in mesh_objs:
-            with modifiers_applied(context, obj, scene.warnings) if apply_modifiers else nullcontext():
-                scene.meshes.append(
-                    extract_mesh(context, obj, armature_obj, skeleton, materials, scene.warnings)
-                )
+            scene.meshes.append(
+                extract_mesh(context, obj, armature_obj, skeleton, materials, scene.warnings, skins.get(obj))
+            )
     if armature_obj is None and scale is not None and scale != 1.0:
         for mesh in scene.meshes:
             mesh.matrix = _divided(mesh.matrix, scale)

@@ -20,9 +20,8 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ...formats.scene import Layer, Mesh, ShapeKey, Skeleton
+from ...formats.scene import Layer, Mesh, ShapeKey
 from . import compat, props
-from .objects import deformed_by
 from .records import ChannelRecord
 
 # How far Blender's corner normals may drift from the source normals that are still exported: its
@@ -239,40 +238,57 @@ def _per_point(values: np.ndarray, corner_vertices: np.ndarray, vertex_count: in
 
 
 @contextmanager
-def modifiers_applied(context, obj, warnings: list[str]):
-    """While exporting, ``obj`` holds the mesh its modifiers make (Apply Modifiers), Armature modifiers
-    left out since the skin carries the pose; its own mesh is back afterwards. Shape keys do not
-    survive modifiers: said in ``warnings``."""
-    applied = [m for m in obj.modifiers if m.show_viewport and m.type != "ARMATURE"]
+def modifiers_applied(context, objs, warnings: list[str]):
+    """While exporting, each of ``objs`` holds the mesh its modifiers make (Apply Modifiers), Armature
+    modifiers left out since the skin carries the pose; its own mesh is back afterwards. All are
+    evaluated before any mesh is swapped, in one evaluation. Shape keys do not survive modifiers:
+    said in ``warnings``."""
+    applied = {}  # object -> its first modifier applied
+    for obj in objs:
+        modifier = next((m for m in obj.modifiers if m.show_viewport and m.type != "ARMATURE"), None)
+        if modifier is not None:
+            applied[obj] = modifier
     if not applied:
         yield
         return
-    armatures = [m for m in obj.modifiers if m.show_viewport and m.type == "ARMATURE"]
+    armatures = [m for obj in applied for m in obj.modifiers if m.show_viewport and m.type == "ARMATURE"]
     for modifier in armatures:
         modifier.show_viewport = False
+    meshes = {}
     try:
         depsgraph = context.evaluated_depsgraph_get()
-        mesh = bpy.data.meshes.new_from_object(
-            obj.evaluated_get(depsgraph), preserve_all_data_layers=True, depsgraph=depsgraph
-        )
+        for obj in applied:
+            meshes[obj] = bpy.data.meshes.new_from_object(
+                obj.evaluated_get(depsgraph), preserve_all_data_layers=True, depsgraph=depsgraph
+            )
+    except BaseException:
+        bpy.data.batch_remove(meshes.values())
+        raise
     finally:
         for modifier in armatures:
             modifier.show_viewport = True
-    original = obj.data
-    for key in original.keys():  # what the import kept on the mesh (extras, layer domains)
-        mesh[key] = original[key]
-    if original.shape_keys is not None:
-        warnings.append(f"{obj.name}: shape keys left out: its modifiers ({applied[0].name}…) were applied")
-    obj.data = mesh
+    originals = {}
+    for obj, mesh in meshes.items():
+        original = originals[obj] = obj.data
+        for key in original.keys():  # what the import kept on the mesh (extras, layer domains)
+            mesh[key] = original[key]
+        if original.shape_keys is not None:
+            warnings.append(
+                f"{obj.name}: shape keys left out: its modifiers ({applied[obj].name}…) were applied"
+            )
+        obj.data = mesh
     try:
         yield
     finally:
-        obj.data = original
-        bpy.data.meshes.remove(mesh)
+        for obj, original in originals.items():
+            obj.data = original
+        bpy.data.batch_remove(meshes.values())
 
 
-def extract_mesh(context, obj, armature_obj, skeleton, materials, warnings: list[str]) -> Mesh:
-    """The Scene mesh of a mesh object; ``materials`` registers the materials it uses (``.add``)."""
+def extract_mesh(context, obj, armature_obj, skeleton, materials, warnings: list[str], weights=None) -> Mesh:
+    """The Scene mesh of a mesh object; ``materials`` registers the materials it uses (``.add``).
+    ``weights``: when ``skeleton`` deforms it, its vertex groups' weights (``vertex_group_weights``,
+    which reads every mesh of an export at once)."""
     data = obj.data
     info = props.to_python(data[props.MESH_INFO]) if props.MESH_INFO in data else {}
     data.calc_loop_triangles()
@@ -300,11 +316,13 @@ def extract_mesh(context, obj, armature_obj, skeleton, materials, warnings: list
         mesh.materials = [slots[i] for i in present]
         mesh.material_indices = remap[used]
 
-    if skeleton is not None and armature_obj is not None and deformed_by(obj, armature_obj):
+    if weights is not None:
         mesh.skeleton = 0
-        joints, weights, unweighted = _skin(context, obj, skeleton, info.get("skin_influences"))
+        joints, strongest, unweighted = _strongest(
+            *weights, vertex_count, len(skeleton.bone_names), info.get("skin_influences")
+        )
         if joints is not None:
-            mesh.skin_joints, mesh.skin_weights = joints, weights
+            mesh.skin_joints, mesh.skin_weights = joints, strongest
             if unweighted:
                 warnings.append(f"{obj.name}: {unweighted} vertices have no bone weights")
     if data.shape_keys is not None:
@@ -420,26 +438,32 @@ def _collection_name(context, obj) -> str:
 _GROUPS_PER_READER = 8
 
 
-def vertex_group_weights(context, obj, names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(vertices, bones, weights): every weight above 0 of the vertex groups named ``names`` (a bone is
-    an index into ``names``), by bone, then by vertex.
+def vertex_group_weights(context, objs, names: list[str]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per object of ``objs``, (vertices, bones, weights): every weight above 0 of its vertex groups
+    named ``names`` (a bone is an index into ``names``), by bone, then by vertex.
 
     Blender (4.2 to 5.0) has no bulk getter for vertex weights (only ``VertexGroup.weight(vertex)``),
-    so a temporary object on the same mesh evaluates Geometry Nodes modifiers that turn each group
-    into a float attribute, read with ``foreach_get``; the mesh itself is not changed. Each modifier
-    names its groups in its own settings (an input read from an attribute, an output written to
-    one), so one small pass-through tree serves them all: a tree's cost grows with the square of
-    its sockets.
+    so a temporary object per mesh (objects may share one) evaluates Geometry Nodes modifiers that
+    turn each group into a float attribute, read with ``foreach_get``; the meshes themselves are not
+    changed. One evaluation reads every mesh: its cost is mostly Blender's, one pass over the
+    mesh's weights per group. Each modifier names its groups in its own settings (an input read from
+    an attribute, an output written to one), so one small pass-through tree serves them all: a
+    tree's cost grows with the square of its sockets.
     """
-    vertex_count = len(obj.data.vertices)
-    present = [i for i, n in enumerate(names) if n in obj.vertex_groups]
+    nothing = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    present = {}  # per mesh (objects may share one): the bones that have a group
+    for obj in objs:
+        if obj.data not in present:
+            groups = set(obj.vertex_groups.keys())
+            present[obj.data] = [i for i, n in enumerate(names) if n in groups]
+    present = {data: bones for data, bones in present.items() if bones}
     if not present:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
-    width = min(_GROUPS_PER_READER, len(present))
+        return [nothing for _ in objs]
+    width = min(_GROUPS_PER_READER, max(len(bones) for bones in present.values()))
     tree = bpy.data.node_groups.new("vertex group reader", "GeometryNodeTree")
-    reader = bpy.data.objects.new("vertex group reader", obj.data)
-    # In a scene of its own, the depsgraph evaluates the reader alone.
+    # In a scene of its own, the depsgraph evaluates the readers alone.
     scene = bpy.data.scenes.new("vertex group reader")
+    readers = {}
     try:
         interface = tree.interface
         interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
@@ -454,33 +478,33 @@ def vertex_group_weights(context, obj, names: list[str]) -> tuple[np.ndarray, np
         group_input, group_output = tree.nodes.new("NodeGroupInput"), tree.nodes.new("NodeGroupOutput")
         for k in range(width + 1):  # the geometry, then each group
             tree.links.new(group_input.outputs[k], group_output.inputs[k])
-        for start in range(0, len(present), width):
-            modifier = reader.modifiers.new("weights", "NODES")
-            modifier.node_group = tree
-            for (source, target), i in zip(sockets, present[start : start + width], strict=False):
-                modifier[f"{source}_use_attribute"] = True
-                modifier[f"{source}_attribute_name"] = names[i]
-                modifier[f"{target}_attribute_name"] = f"vertex group reader {i}"
-        scene.collection.objects.link(reader)
+        for data, bones in present.items():
+            reader = readers[data] = bpy.data.objects.new("vertex group reader", data)
+            for start in range(0, len(bones), width):
+                modifier = reader.modifiers.new("weights", "NODES")
+                modifier.node_group = tree
+                for (source, target), i in zip(sockets, bones[start : start + width], strict=False):
+                    modifier[f"{source}_use_attribute"] = True
+                    modifier[f"{source}_attribute_name"] = names[i]
+                    modifier[f"{target}_attribute_name"] = f"vertex group reader {i}"
+            scene.collection.objects.link(reader)
         with context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
-            evaluated = reader.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
-        column = np.empty(vertex_count, np.float32)
-        vertices, bones, weights = [], [], []
-        for i in present:
-            evaluated.attributes[f"vertex group reader {i}"].data.foreach_get("value", column)
-            weighted = np.flatnonzero(column > 0)
-            vertices.append(weighted)
-            bones.append(np.full(len(weighted), i))
-            weights.append(column[weighted])
+            depsgraph = bpy.context.evaluated_depsgraph_get()
+        # A row per group, in one buffer for all meshes (fresh memory costs a page fault per 4 KB).
+        buffer = np.empty(max(len(bones) * len(data.vertices) for data, bones in present.items()), np.float32)
+        read = {}
+        for data, bones in present.items():
+            evaluated = readers[data].evaluated_get(depsgraph).data
+            vertex_count = len(data.vertices)
+            columns = buffer[: len(bones) * vertex_count].reshape(len(bones), vertex_count)
+            for row, i in zip(columns, bones, strict=True):
+                evaluated.attributes[f"vertex group reader {i}"].data.foreach_get("value", row)
+            weighted = np.flatnonzero(columns > 0)  # by row (bone), then vertex
+            rows, vertices = np.divmod(weighted, vertex_count)
+            read[data] = vertices, np.asarray(bones, np.int64)[rows], columns.ravel()[weighted]
     finally:
-        bpy.data.batch_remove([reader, scene, tree])  # one pass over the file's users, not three
-    return np.concatenate(vertices), np.concatenate(bones), np.concatenate(weights)
-
-
-def _skin(context, obj, skeleton: Skeleton, influences: int | None):
-    """Strongest bones per vertex, normalised; and how many vertices have no weight at all."""
-    vertices, bones, weights = vertex_group_weights(context, obj, skeleton.bone_names)
-    return _strongest(vertices, bones, weights, len(obj.data.vertices), len(skeleton.bone_names), influences)
+        bpy.data.batch_remove([*readers.values(), scene, tree])  # one pass over the file's users
+    return [read.get(obj.data, nothing) for obj in objs]
 
 
 def strongest_bones(dense: np.ndarray, influences: int | None):

@@ -59,3 +59,31 @@ def test_edits_are_seen(empty_scene):
     np.testing.assert_allclose(
         mesh.skin_weights.sum(axis=1)[np.arange(len(mesh.positions)) != 3], 1, atol=1e-6
     )
+
+
+def test_apply_modifiers_reads_the_skin_of_every_mesh_its_modifiers_make(built):
+    """Modifiers on two skinned meshes and a static one, applied in one export: each skin is read from
+    what the modifiers make (a Mirror doubles the vertices, weights and all), every mesh is back after."""
+    _, result = built
+    body = result.objects[0]
+    copy = body.copy()  # a second skinned mesh (parent and Armature modifier copied), without shape keys
+    copy.data = body.data.copy()
+    copy.shape_key_clear()
+    body.users_collection[0].objects.link(copy)
+    objs = [*result.objects, copy]
+    plain = extract_scene(bpy.context, result.armatures[0], objs)
+    for obj in objs:
+        obj.modifiers.new("Mirror", "MIRROR").use_mirror_merge = False
+    own, meshes_before = [obj.data for obj in objs], len(bpy.data.meshes)
+
+    got = extract_scene(bpy.context, result.armatures[0], objs, apply_modifiers=True)
+
+    assert [m.skin_joints is not None for m in got.meshes] == [True, False, True]
+    for mirrored, mesh in zip(got.meshes, plain.meshes, strict=True):
+        count = len(mesh.positions)
+        assert len(mirrored.positions) == 2 * count, mesh.name
+        for half in (slice(None, count), slice(count, None)) if mesh.skin_joints is not None else ():
+            np.testing.assert_array_equal(mirrored.skin_joints[half], mesh.skin_joints)
+            np.testing.assert_array_equal(mirrored.skin_weights[half], mesh.skin_weights)
+    assert got.warnings == [f"{body.name}: shape keys left out: its modifiers (Mirror…) were applied"]
+    assert [obj.data for obj in objs] == own and len(bpy.data.meshes) == meshes_before

@@ -86,7 +86,7 @@ def test_the_weights_the_import_digests_are_those_the_vertex_groups_read_back(em
     for mesh in scene.meshes:
         obj = bpy.data.objects[mesh.name]
         read = np.zeros((len(obj.data.vertices), len(names)), np.float32)
-        vertex, bone, weight = vertex_group_weights(bpy.context, obj, names)
+        ((vertex, bone, weight),) = vertex_group_weights(bpy.context, [obj], names)
         read[vertex, bone] = weight
         assert np.array_equal(group_weights(mesh.skin_joints, mesh.skin_weights, len(names)), read), mesh.name
 

@@ -68,44 +68,65 @@ def test_weights(built):
     np.testing.assert_array_equal(got, expected)
 
 
-def test_vertex_groups_read_back_in_bulk(empty_scene):
-    """More groups than one reader modifier passes, a bone without a group and a group without a bone:
-    the bulk read gives what Blender holds per vertex, and leaves nothing behind."""
+def test_the_vertex_groups_of_several_meshes_read_back_at_once(empty_scene):
+    """One read for meshes of different sizes: more groups than one reader modifier passes, bones
+    without a group on some meshes, a group that is no bone, a mesh without groups, two objects on one
+    mesh, a mesh without vertices. Each gives what Blender holds per vertex, by bone then vertex, and
+    nothing is left behind."""
     rng = np.random.default_rng(7)
-    mesh = bpy.data.meshes.new("weights")
-    mesh.vertices.add(300)
-    obj = bpy.data.objects.new("weights", mesh)
-    bpy.context.scene.collection.objects.link(obj)
     names = [f"bone{i}" for i in range(20)]
-    for name in [*names[:-1], "not a bone"]:
-        group = obj.vertex_groups.new(name=name)
-        for weight in (0.25, 0.5, rng.random()):  # ties between groups
-            group.add(rng.choice(300, 40, replace=False).tolist(), weight, "REPLACE")
-    counts = [len(c) for c in (bpy.data.objects, bpy.data.scenes, bpy.data.node_groups)]
 
-    vertices, bones, weights = mesh_module.vertex_group_weights(bpy.context, obj, names)
+    def weighted(name: str, vertex_count: int, groups: list[str]):
+        mesh = bpy.data.meshes.new(name)
+        mesh.vertices.add(vertex_count)
+        obj = bpy.data.objects.new(name, mesh)
+        bpy.context.scene.collection.objects.link(obj)
+        for group_name in groups:
+            group = obj.vertex_groups.new(name=group_name)
+            for weight in (0.25, 0.5, rng.random()):  # ties between groups
+                vertices = rng.choice(vertex_count, vertex_count // 8, replace=False)
+                group.add(vertices.tolist(), weight, "REPLACE")
+        return obj
 
-    expected = np.zeros((300, len(names)), np.float32)
-    for vertex in mesh.vertices:
-        for element in vertex.groups:
-            name = obj.vertex_groups[element.group].name
-            if name in names:
-                expected[vertex.index, names.index(name)] = element.weight
-    got = np.zeros_like(expected)
-    got[vertices, bones] = weights
-    np.testing.assert_array_equal(got, expected)
-    assert (weights > 0).all() and len(weights) == np.count_nonzero(expected)
-    assert [len(c) for c in (bpy.data.objects, bpy.data.scenes, bpy.data.node_groups)] == counts
+    big = weighted("big", 300, [*names[:-1], "not a bone"])
+    small = weighted("small", 57, names[3:7])
+    twin = bpy.data.objects.new("twin", small.data)
+    bpy.context.scene.collection.objects.link(twin)
+    objs = [big, weighted("bare", 40, []), small, twin, weighted("no vertices", 0, names[:2])]
+    counts = [len(c) for c in (bpy.data.objects, bpy.data.scenes, bpy.data.node_groups, bpy.data.meshes)]
+
+    read = mesh_module.vertex_group_weights(bpy.context, objs, names)
+
+    assert len(read) == len(objs)
+    dense = []
+    for obj, (vertices, bones, weights) in zip(objs, read, strict=True):
+        expected = np.zeros((len(obj.data.vertices), len(names)), np.float32)
+        for group in obj.vertex_groups:
+            for vertex in range(len(obj.data.vertices)) if group.name in names else ():
+                try:
+                    expected[vertex, names.index(group.name)] = group.weight(vertex)
+                except RuntimeError:  # not in the group
+                    pass
+        got = np.zeros_like(expected)
+        got[vertices, bones] = weights
+        np.testing.assert_array_equal(got, expected, err_msg=obj.name)
+        assert (weights > 0).all() and len(weights) == np.count_nonzero(expected), obj.name
+        assert (np.lexsort((vertices, bones)) == np.arange(len(bones))).all(), obj.name  # by bone, vertex
+        assert (vertices.dtype, bones.dtype, weights.dtype) == (np.int64, np.int64, np.float32)
+        dense.append(expected)
+    assert len(read[0][0]) and not len(read[1][0]) and len(read[2][0]) and not len(read[4][0])
+    assert all(np.array_equal(a, b) for a, b in zip(read[2], read[3], strict=True))  # one mesh, two objects
+    assert [
+        len(c) for c in (bpy.data.objects, bpy.data.scenes, bpy.data.node_groups, bpy.data.meshes)
+    ] == counts
     assert bpy.context.scene == empty_scene
+    assert mesh_module.vertex_group_weights(bpy.context, [], names) == []
     for influences in (None, 2):  # the sparse and the dense way to the strongest bones agree
-        joints, strongest, unweighted = mesh_module.strongest_bones(expected, influences)
-        skeleton = sc.Skeleton(
-            "rig", names, np.full(len(names), -1, np.int32), np.tile(np.eye(4), (20, 1, 1))
-        )
-        sparse = mesh_module._skin(bpy.context, obj, skeleton, influences)
+        joints, strongest, unweighted = mesh_module.strongest_bones(dense[0], influences)
+        sparse = mesh_module._strongest(*read[0], 300, len(names), influences)
         np.testing.assert_array_equal(sparse[0], joints)
         np.testing.assert_array_equal(sparse[1], strongest)
-        assert sparse[2] == unweighted == int((expected.sum(axis=1) == 0).sum())
+        assert sparse[2] == unweighted == int((dense[0].sum(axis=1) == 0).sum())
     # Strongest first, equal weights by bone; fewer bones than influences: as many columns as bones.
     joints, strongest, unweighted = mesh_module.strongest_bones(
         np.float32([[0.2, 0.4, 0, 0.4], [0, 0, 0, 0]]), 2

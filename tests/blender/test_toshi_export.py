@@ -159,7 +159,7 @@ def blender_corners(obj, bone_names: list[str]) -> Corners:
         else np.zeros((3 * count, 2))
     )
     weights = np.zeros((len(data.vertices), len(bone_names)))
-    vertex, bone, weight = vertex_group_weights(bpy.context, obj, bone_names)
+    ((vertex, bone, weight),) = vertex_group_weights(bpy.context, [obj], bone_names)
     weights[vertex, bone] = weight
     totals = weights.sum(axis=1, keepdims=True)
     weights = weights / np.where(totals > 0, totals, 1)
