@@ -445,10 +445,10 @@ def vertex_group_weights(context, objs, names: list[str]) -> list[tuple[np.ndarr
     Blender (4.2 to 5.0) has no bulk getter for vertex weights (only ``VertexGroup.weight(vertex)``),
     so a temporary object per mesh (objects may share one) evaluates Geometry Nodes modifiers that
     turn each group into a float attribute, read with ``foreach_get``; the meshes themselves are not
-    changed. One evaluation reads every mesh: its cost is mostly Blender's, one pass over the
-    mesh's weights per group. Each modifier names its groups in its own settings (an input read from
-    an attribute, an output written to one), so one small pass-through tree serves them all: a
-    tree's cost grows with the square of its sockets.
+    changed. One evaluation reads every mesh (as many as ``_READ_BUDGET`` lets Blender hold at once):
+    its cost is mostly Blender's, one pass over the mesh's weights per group. Each modifier names its
+    groups in its own settings (an input read from an attribute, an output written to one), so one
+    small pass-through tree serves them all: a tree's cost grows with the square of its sockets.
     """
     nothing = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
     present = {}  # per mesh (objects may share one): the bones that have a group
@@ -463,7 +463,7 @@ def vertex_group_weights(context, objs, names: list[str]) -> list[tuple[np.ndarr
     tree = bpy.data.node_groups.new("vertex group reader", "GeometryNodeTree")
     # In a scene of its own, the depsgraph evaluates the readers alone.
     scene = bpy.data.scenes.new("vertex group reader")
-    readers = {}
+    readers = []
     try:
         interface = tree.interface
         interface.new_socket(name="Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
@@ -478,33 +478,60 @@ def vertex_group_weights(context, objs, names: list[str]) -> list[tuple[np.ndarr
         group_input, group_output = tree.nodes.new("NodeGroupInput"), tree.nodes.new("NodeGroupOutput")
         for k in range(width + 1):  # the geometry, then each group
             tree.links.new(group_input.outputs[k], group_output.inputs[k])
-        for data, bones in present.items():
-            reader = readers[data] = bpy.data.objects.new("vertex group reader", data)
-            for start in range(0, len(bones), width):
-                modifier = reader.modifiers.new("weights", "NODES")
-                modifier.node_group = tree
-                for (source, target), i in zip(sockets, bones[start : start + width], strict=False):
-                    modifier[f"{source}_use_attribute"] = True
-                    modifier[f"{source}_attribute_name"] = names[i]
-                    modifier[f"{target}_attribute_name"] = f"vertex group reader {i}"
-            scene.collection.objects.link(reader)
-        with context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
-            depsgraph = bpy.context.evaluated_depsgraph_get()
         # A row per group, in one buffer for all meshes (fresh memory costs a page fault per 4 KB).
         buffer = np.empty(max(len(bones) * len(data.vertices) for data, bones in present.items()), np.float32)
         read = {}
-        for data, bones in present.items():
-            evaluated = readers[data].evaluated_get(depsgraph).data
-            vertex_count = len(data.vertices)
-            columns = buffer[: len(bones) * vertex_count].reshape(len(bones), vertex_count)
-            for row, i in zip(columns, bones, strict=True):
-                evaluated.attributes[f"vertex group reader {i}"].data.foreach_get("value", row)
-            weighted = np.flatnonzero(columns > 0)  # by row (bone), then vertex
-            rows, vertices = np.divmod(weighted, vertex_count)
-            read[data] = vertices, np.asarray(bones, np.int64)[rows], columns.ravel()[weighted]
+        for batch in _reader_batches(present):
+            readers = []
+            for data in batch:
+                reader = bpy.data.objects.new("vertex group reader", data)
+                readers.append(reader)
+                for start in range(0, len(present[data]), width):
+                    modifier = reader.modifiers.new("weights", "NODES")
+                    modifier.node_group = tree
+                    for (source, target), i in zip(
+                        sockets, present[data][start : start + width], strict=False
+                    ):
+                        modifier[f"{source}_use_attribute"] = True
+                        modifier[f"{source}_attribute_name"] = names[i]
+                        modifier[f"{target}_attribute_name"] = f"vertex group reader {i}"
+                scene.collection.objects.link(reader)
+            with context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
+                depsgraph = bpy.context.evaluated_depsgraph_get()
+            for data, reader in zip(batch, readers, strict=True):
+                bones = present[data]
+                evaluated = reader.evaluated_get(depsgraph).data
+                vertex_count = len(data.vertices)
+                columns = buffer[: len(bones) * vertex_count].reshape(len(bones), vertex_count)
+                for row, i in zip(columns, bones, strict=True):
+                    evaluated.attributes[f"vertex group reader {i}"].data.foreach_get("value", row)
+                weighted = np.flatnonzero(columns > 0)  # by row (bone), then vertex
+                rows, vertices = np.divmod(weighted, vertex_count)
+                read[data] = vertices, np.asarray(bones, np.int64)[rows], columns.ravel()[weighted]
+            bpy.data.batch_remove(readers)  # their evaluated groups go with them
+            readers = []
     finally:
-        bpy.data.batch_remove([*readers.values(), scene, tree])  # one pass over the file's users
+        bpy.data.batch_remove([*readers, scene, tree])  # one pass over the file's users
     return [read.get(obj.data, nothing) for obj in objs]
+
+
+# Groups × vertices one evaluation turns into attributes at most (4 bytes each, held by Blender at once);
+# a larger mesh is read alone.
+_READ_BUDGET = 1 << 25
+
+
+def _reader_batches(present: dict) -> list[list]:
+    """The meshes of ``present`` (mesh → bones with a group) in batches of at most ``_READ_BUDGET``
+    groups × vertices, one evaluation each."""
+    batches, size = [[]], 0
+    for data, bones in present.items():
+        cost = len(bones) * len(data.vertices)
+        if batches[-1] and size + cost > _READ_BUDGET:
+            batches.append([])
+            size = 0
+        batches[-1].append(data)
+        size += cost
+    return batches
 
 
 def strongest_bones(dense: np.ndarray, influences: int | None):

@@ -2,6 +2,7 @@
 
 import bpy
 import numpy as np
+import pytest
 from builder_support import KEY_FRAMES, attribute, expected_world, make_scene
 from retro_models.formats import scene as sc
 from retro_models.operators.blender import mesh as mesh_module
@@ -68,11 +69,14 @@ def test_weights(built):
     np.testing.assert_array_equal(got, expected)
 
 
-def test_the_vertex_groups_of_several_meshes_read_back_at_once(empty_scene):
+@pytest.mark.parametrize("budget", [None, 100])
+def test_the_vertex_groups_of_several_meshes_read_back_at_once(empty_scene, monkeypatch, budget):
     """One read for meshes of different sizes: more groups than one reader modifier passes, bones
     without a group on some meshes, a group that is no bone, a mesh without groups, two objects on one
     mesh, a mesh without vertices. Each gives what Blender holds per vertex, by bone then vertex, and
-    nothing is left behind."""
+    nothing is left behind; the same when a small budget reads them in several evaluations."""
+    if budget is not None:
+        monkeypatch.setattr(mesh_module, "_READ_BUDGET", budget)
     rng = np.random.default_rng(7)
     names = [f"bone{i}" for i in range(20)]
 
