@@ -64,8 +64,10 @@ def scene_name(owner) -> str:
 
 
 def set_extras(owner, extras: dict) -> None:
+    """``extras`` through the codec, but bytes at its top level held as they are: Blender keeps bytes
+    properties, without base64's cost (a mesh's strips and bone bytes). ``get_extras`` reads both."""
     if extras:
-        owner[EXTRAS] = codec.encode(extras)
+        owner[EXTRAS] = {str(k): v if type(v) is bytes else codec.encode(v) for k, v in extras.items()}
 
 
 def get_extras(owner, *keys: str) -> dict:
