@@ -150,7 +150,9 @@ def interpolation_codes(interpolation, count: int) -> np.ndarray:
     """The F-curve codes of one interpolation for every key, or of one per key."""
     linear = INTERPOLATION_CODES["LINEAR"]  # for modes the scene does not name
     if isinstance(interpolation, str):
-        return np.full(count, INTERPOLATION_CODES.get(interpolation, linear), np.int32)
+        codes = np.empty(count, np.int32)
+        codes.fill(INTERPOLATION_CODES.get(interpolation, linear))  # np.full's Python wrapper costs more
+        return codes
     modes = np.asarray(interpolation, dtype=str)
     codes = np.full(len(modes), linear, np.int32)
     for name, code in INTERPOLATION_CODES.items():
