@@ -2,7 +2,9 @@
 
 Extras go whole into one ``"extras"`` property of the ID (or bone, or node), through the one
 codec (``formats.extras``), so nothing else a user or another add-on stores there is mistaken
-for them and every value a converter kept comes back as it was.
+for them and every value a converter kept comes back as it was. Bytes at their top level (a
+mesh's strips) are held as bytes properties, as Blender keeps them, rather than the codec's
+base64 text; both forms read.
 """
 
 from __future__ import annotations
