@@ -133,8 +133,9 @@ def to_scene(
             scene.warnings.append("no keyframe library (.tkl): animations have no key values")
         else:
             scene.extras["tkl"] = _tkl_extras(tkl)
+        axis_q = _axis_quat(axis3)
         for anim in model.animations:
-            scene.animations.append(_animation(scene, model, anim, tkl, axis3))
+            scene.animations.append(_animation(scene, model, anim, tkl, axis3, axis_q))
     return scene
 
 
@@ -321,7 +322,7 @@ def _mesh(
             "vertices_required": [int(p.vertices_required) for p in pieces],
             "bbox": [v for p in pieces for v in _floats(p.bbox_centre) + _floats(p.bbox_half_extent)],
             "strips": b"".join(p.strip.astype("<i2").tobytes() for p in pieces),
-            "bone_bytes": vertices["bones"].tobytes(),
+            "bone_bytes": np.ascontiguousarray(vertices["bones"]).tobytes(),  # packed first: faster
         },
     )
 
@@ -368,7 +369,9 @@ USES_POSITION = (tmd_format.CHANNEL_TRANSLATION_ROTATION, tmd_format.CHANNEL_TRA
 USES_ROTATION = (tmd_format.CHANNEL_ROTATION, tmd_format.CHANNEL_TRANSLATION_ROTATION)
 
 
-def _animation(scene: Scene, model: tmd_format.TMD, anim: tmd_format.Animation, tkl, axis3) -> Animation:
+def _animation(
+    scene: Scene, model: tmd_format.TMD, anim: tmd_format.Animation, tkl, axis3, axis_q
+) -> Animation:
     names = model.node_names()
     roots = model.nodes["parent"] < 0
     result = Animation(
@@ -390,7 +393,7 @@ def _animation(scene: Scene, model: tmd_format.TMD, anim: tmd_format.Animation, 
         shown.append(node)
     if shown:
         result.channels = _bone_channels(
-            [channels[n] for n in shown], [names[n] for n in shown], roots[shown], tkl, axis3
+            [channels[n] for n in shown], [names[n] for n in shown], roots[shown], tkl, axis3, axis_q
         )
     bad_keys = sum(m for m, k in zip(missing, keyed, strict=True) if k)
     if bad_keys:
@@ -435,10 +438,11 @@ def _keys_missing(channels: list[tmd_format.Channel], tkl: tkl_format.TKL) -> li
 
 
 def _bone_channels(
-    channels: list[tmd_format.Channel], bones: list[str], roots: np.ndarray, tkl, axis3
+    channels: list[tmd_format.Channel], bones: list[str], roots: np.ndarray, tkl, axis3, axis_q
 ) -> list[Channel]:
     """The location and/or rotation channel each TMD channel keys on its bone, values looked up in the
-    library (all channels' in one pass; ``roots``: per channel, whether its bone is a root).
+    library (all channels' in one pass; ``roots``: per channel, whether its bone is a root; ``axis3``
+    and ``axis_q``: the axis change as a matrix and as a quaternion).
 
     The first keeps the file's keys (extras "keys": time, position and rotation index as stored) for a
     lossless export, both the stored keys as their origin."""
@@ -448,7 +452,6 @@ def _bone_channels(
     locations[positions] = tkl.positions[keys["position"][positions].astype(np.int64)]
     quaternions = np.zeros((len(keys), 4))
     quaternions[rotations] = _quat_xyzw_to_wxyz(tkl.rotations[keys["rotation"][rotations].astype(np.int64)])
-    axis_q = _axis_quat(axis3)
     out = []
     for i, channel in enumerate(channels):
         rows = slice(starts[i], starts[i + 1])

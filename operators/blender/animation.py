@@ -150,7 +150,9 @@ def interpolation_codes(interpolation, count: int) -> np.ndarray:
     """The F-curve codes of one interpolation for every key, or of one per key."""
     linear = INTERPOLATION_CODES["LINEAR"]  # for modes the scene does not name
     if isinstance(interpolation, str):
-        return np.full(count, INTERPOLATION_CODES.get(interpolation, linear), np.int32)
+        codes = np.empty(count, np.int32)
+        codes.fill(INTERPOLATION_CODES.get(interpolation, linear))  # np.full's Python wrapper costs more
+        return codes
     modes = np.asarray(interpolation, dtype=str)
     codes = np.full(len(modes), linear, np.int32)
     for name, code in INTERPOLATION_CODES.items():
@@ -172,8 +174,9 @@ class Written:
     """Keys planned for ``Curves``: written by ``_ActionSet.make``; ``rows()`` gives them back as
     ``fcurve_rows`` by F-curve array index."""
 
-    def __init__(self, curves: Curves, co, codes, left, right, cyclic: bool, hold_start: bool):
+    def __init__(self, curves: Curves, co, codes, bezier: bool, left, right, cyclic: bool, hold_start: bool):
         self.curves, self.co, self.codes, self.cyclic, self.hold_start = curves, co, codes, cyclic, hold_start
+        self.bezier = bezier  # whether a key is Bézier
         self.left, self.right = left, right  # (K, C, 2) Bézier handles or None
         self.kept = None  # ``kept_keys``, once read
 
@@ -195,7 +198,7 @@ class Written:
         moves those crossing their key); (C, K, 2) without Bézier keys. Read once."""
         if self.kept is None:
             self.kept = self.co
-            if (self.codes == INTERPOLATION_CODES["BEZIER"]).any():
+            if self.bezier:
                 kept = np.empty((len(self.co), 3) + self.co.shape[1:], np.float32)  # (C, 3, K, 2)
                 kept[:, 0] = self.co
                 for c, fcurve in enumerate(self.curves.made):
@@ -219,9 +222,11 @@ class Written:
         if list(indices) != sorted(indices):
             order = sorted(range(len(indices)), key=indices.__getitem__)
             keys, indices = keys[order], [indices[c] for c in order]
-        codes = self.codes.astype(np.int8).tobytes()
-        counts = ",".join(f"{i}:{len(self.codes)}" for i in indices)
-        return _digest(counts, keys.tobytes(), codes * len(indices))
+        count = len(self.codes)
+        counts = ",".join([f"{i}:{count}" for i in indices])
+        return _digest(
+            counts, np.ascontiguousarray(keys), self.codes.astype(np.int8).tobytes() * len(indices)
+        )
 
 
 class _ActionSet:
@@ -302,11 +307,16 @@ class _ActionSet:
             if sides and record is not None:
                 record.loop = loop_record(sides, curves.indices, animation, channel_interpolation)
         codes = interpolation_codes(interpolation, len(times))
+        bezier = (
+            interpolation == "BEZIER"
+            if isinstance(interpolation, str)
+            else bool((codes == INTERPOLATION_CODES["BEZIER"]).any())
+        )
         co = np.empty((len(curves.indices), len(times), 2), np.float32)  # per F-curve: frame, value
         co[:, :, 0] = times
         co[:, :, 1] = np.asarray(values).T
         written = Written(
-            curves, co, codes, handles_left, handles_right, animation.loop, animation.hold_start
+            curves, co, codes, bezier, handles_left, handles_right, animation.loop, animation.hold_start
         )
         self.written.append(written)
         return written
@@ -529,10 +539,14 @@ def fcurve_digest(curves: dict[int, np.ndarray]) -> str:
     return _digest(counts, rows[:, :columns].astype(np.float32).tobytes(), codes.tobytes())
 
 
-def _digest(counts: str, keys: bytes, codes: bytes) -> str:
+def _digest(counts: str, keys, codes: bytes) -> str:
     """``fcurve_digest`` of F-curves one after another: ``counts`` "index:keys" of each, their float32
-    keys (frame, value and, when a key is Bézier, handles: 6 columns, else 2) and int8 codes."""
-    return hashlib.sha1(counts.encode() + keys + codes).hexdigest()
+    keys (frame, value and, when a key is Bézier, handles: 6 columns, else 2; any bytes-like) and int8
+    codes."""
+    digest = hashlib.sha1(counts.encode())
+    digest.update(keys)
+    digest.update(codes)
+    return digest.hexdigest()
 
 
 def _restore(record: ChannelRecord, curves: dict[int, np.ndarray], maps, target: str) -> list[Channel]:

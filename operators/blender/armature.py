@@ -443,7 +443,8 @@ def pose_channels(channels: list[Channel], rig: Rig) -> dict[int, Posed]:
             continue
         candidates.append((channel, maps))
     slerped = _slerped([c for c, _ in candidates])
-    quaternions = []
+    mapped_channels = []  # (channel, map_keys' result)
+    plain: dict[tuple, list] = {}  # keys' shape → [(channel, values, (a, b))]: no handles to map
     for (channel, maps), slerp in zip(candidates, slerped, strict=True):
         if slerp:
             continue
@@ -451,10 +452,25 @@ def pose_channels(channels: list[Channel], rig: Rig) -> dict[int, Posed]:
         values = np.asarray(channel.values, np.float64).reshape(len(times), -1)
         hl = None if channel.handles_left is None else np.asarray(channel.handles_left, np.float64)
         hr = None if channel.handles_right is None else np.asarray(channel.handles_right, np.float64)
-        mapped = _mapped(channel.path, values, hl, hr, channel.interpolation, rig, channel.target)
+        affine = _affine(channel.path, rig, channel.target)
+        if affine is not None and (channel.interpolation != "BEZIER" or hl is None or hr is None):
+            plain.setdefault(values.shape, []).append((channel, values, affine))
+            continue
+        mapped = None if affine is None else map_keys(values, hl, hr, channel.interpolation, *affine)
         if mapped is None:
             jobs.setdefault(channel.path, []).append(_BakeJob(channel, times, values, hl, hr, maps))
-        elif channel.path == "rotation_quaternion":
+        else:
+            mapped_channels.append((channel, mapped))
+    for group in plain.values():  # map_keys' ``values @ a.T + b``, each matrix of the stack as alone
+        a = np.swapaxes(np.stack([a for _, _, (a, _) in group]), 1, 2)
+        b = np.stack([b for _, _, (_, b) in group])[:, None, :]
+        mapped = np.stack([values for _, values, _ in group]) @ a + b
+        mapped_channels += [
+            (channel, (m, None, None)) for (channel, _, _), m in zip(group, mapped, strict=True)
+        ]
+    quaternions = []
+    for channel, mapped in mapped_channels:
+        if channel.path == "rotation_quaternion":
             quaternions.append((channel, mapped))
         else:
             posed[id(channel)] = Posed(mapped, None)
@@ -488,12 +504,19 @@ def _slerped(channels: list[Channel]) -> list[bool]:
 
 def _mapped(path, values, hl, hr, interpolation, rig: Rig, bone: str):
     """``map_keys`` of a whole-vector channel of ``bone`` onto its pose path; None when it has to be baked."""
+    affine = _affine(path, rig, bone)
+    return None if affine is None else map_keys(values, hl, hr, interpolation, *affine)
+
+
+def _affine(path, rig: Rig, bone: str):
+    """The map (a, b) of ``bone``'s channels of ``path`` onto its pose path; None when they have to be
+    baked."""
     maps = rig.maps[bone]
     if path not in maps.maps or (
         path == "rotation_euler" and rig.obj.pose.bones[rig.pose_names[bone]].rotation_mode != "XYZ"
     ):
         return None
-    return map_keys(values, hl, hr, interpolation, *maps.maps[path])
+    return maps.maps[path]
 
 
 def key_bone_channel(actions, channel, times, values, record: ChannelRecord, rig: Rig, posed=None):

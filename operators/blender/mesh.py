@@ -43,9 +43,15 @@ def _corner_data(
     layer_data: np.ndarray, domain: str, corner_vertices: np.ndarray, keep: np.ndarray
 ) -> np.ndarray:
     """A layer's values per built corner (POINT layers expanded through the corner vertices)."""
+    width = layer_data.shape[-1]
     if domain == "POINT":
-        return layer_data[corner_vertices]
-    return layer_data.reshape(-1, 3, layer_data.shape[-1])[keep].reshape(-1, layer_data.shape[-1])
+        # Each vertex's row gathered as one item: several times faster than numpy's row indexing.
+        rows = np.ascontiguousarray(layer_data)
+        item = np.dtype((np.void, rows.itemsize * width))
+        return rows.view(item)[:, 0][corner_vertices].view(rows.dtype).reshape(-1, width)
+    if keep.all():
+        return layer_data.reshape(-1, width)
+    return layer_data.reshape(-1, 3, width)[keep].reshape(-1, width)
 
 
 def set_normals(blender_mesh, normals: Layer, corners: np.ndarray, keep: np.ndarray) -> None:
@@ -140,7 +146,7 @@ def _layers(blender_mesh, mesh: Mesh, corners, keep) -> dict[str, str]:
         blender_mesh.attributes[uv.name].data.foreach_set(
             "vector",
             np.ascontiguousarray(
-                _corner_data(np.asarray(layer.data), layer.domain, corners, keep), np.float32
+                _corner_data(np.asarray(layer.data, np.float32), layer.domain, corners, keep)
             ).ravel(),
         )
     for layer in mesh.color_layers:

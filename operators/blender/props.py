@@ -2,7 +2,9 @@
 
 Extras go whole into one ``"extras"`` property of the ID (or bone, or node), through the one
 codec (``formats.extras``), so nothing else a user or another add-on stores there is mistaken
-for them and every value a converter kept comes back as it was.
+for them and every value a converter kept comes back as it was. Bytes at their top level (a
+mesh's strips) are held as bytes properties, as Blender keeps them, rather than the codec's
+base64 text; both forms read.
 """
 
 from __future__ import annotations
@@ -64,8 +66,10 @@ def scene_name(owner) -> str:
 
 
 def set_extras(owner, extras: dict) -> None:
+    """``extras`` through the codec, but bytes at its top level held as they are: Blender keeps bytes
+    properties, without base64's cost (a mesh's strips and bone bytes). ``get_extras`` reads both."""
     if extras:
-        owner[EXTRAS] = codec.encode(extras)
+        owner[EXTRAS] = {str(k): v if type(v) is bytes else codec.encode(v) for k, v in extras.items()}
 
 
 def get_extras(owner, *keys: str) -> dict:

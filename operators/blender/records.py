@@ -112,9 +112,7 @@ BYTES = "channel_bytes"  # the record's key: the bytes its channel records hold,
 def write_record(action, record: AnimationRecord) -> None:
     stored = _plain(record)
     spans = _Spans()
-    stored["channels"] = json.dumps(
-        record.channels, default=lambda value: _jsonable(value, spans), check_circular=False
-    )
+    stored["channels"] = json.dumps(record.channels, default=spans.jsonable, check_circular=False)
     if spans.parts:
         stored[BYTES] = b"".join(spans.parts)
     action[props.ANIMATION] = stored
@@ -169,12 +167,12 @@ def _channel_dicts(stored, held: bytes | None = None) -> list[dict]:
 
 def _fields(value) -> dict:
     """A record dataclass's fields, those at their default left out."""
-    defaults = _defaults(type(value))
-    return {
-        name: v
-        for name, v in vars(value).items()
-        if v is not None and not (type(v) in _EMPTIED and v == defaults[name])
-    }
+    fields = {}
+    for name, default in _stored_fields(type(value)):
+        v = getattr(value, name)
+        if v is not None and not (type(v) is type(default) and v == default):
+            fields[name] = v
+    return fields
 
 
 def _plain(record: AnimationRecord) -> dict:
@@ -194,32 +192,35 @@ class _Spans:
 
     def span(self, value) -> dict:
         """The span of ``value`` (bytes, or an array as its float64 bytes), held on first use."""
-        if id(value) not in self.seen:
-            data = np.ascontiguousarray(value, "<f8").tobytes() if type(value) is np.ndarray else bytes(value)
+        span = self.seen.get(id(value))
+        if span is None:
+            # Arrays are held as they are (``b"".join`` reads their buffer): no copy before the join.
+            data = np.ascontiguousarray(value, "<f8") if type(value) is np.ndarray else bytes(value)
+            size = data.nbytes if type(data) is np.ndarray else len(data)
             self.parts.append(data)
-            self.seen[id(value)] = {_SPAN: [self.size, self.size + len(data)]}
-            self.size += len(data)
-        return self.seen[id(value)]
+            span = self.seen[id(value)] = {_SPAN: [self.size, self.size + size]}
+            self.size += size
+        return span
+
+    def jsonable(self, value):
+        """What ``json.dumps`` cannot write by itself: record dataclasses as dicts, bytes and the arrays
+        of keys (as float64 bytes) as their spans; anything else as the extras codec's JSON form has
+        it (numpy values plain)."""
+        kind = type(value)
+        if kind is Keys:
+            return {name: self.span(v) if type(v) is np.ndarray else v for name, v in _fields(value).items()}
+        if _stored_fields(kind) is not None:
+            return _fields(value)
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return self.span(value)
+        raise TypeError(f"a record cannot hold {kind.__name__}")
 
 
 _SPAN = "__span__"
-
-
-def _jsonable(value, spans: _Spans):
-    """What ``json.dumps`` cannot write by itself: record dataclasses as dicts, bytes and the arrays of
-    keys (as float64 bytes) as their ``spans``; anything else as the extras codec's JSON form has it
-    (numpy values plain)."""
-    if type(value) is Keys:
-        return {name: spans.span(v) if type(v) is np.ndarray else v for name, v in _fields(value).items()}
-    if _defaults(type(value)) is not None:
-        return _fields(value)
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return spans.span(value)
-    raise TypeError(f"a record cannot hold {type(value).__name__}")
 
 
 def _untagged(data: dict, held: bytes | None):
@@ -234,18 +235,21 @@ def _untagged(data: dict, held: bytes | None):
     return data
 
 
-_EMPTIED = (str, list, dict)  # fields whose default is empty
+class _Kept:
+    """The default of a field kept whatever its value: no value is of this type."""
 
 
 @cache
-def _defaults(cls) -> dict[str, object] | None:
-    """The default of each field of a record dataclass by name (MISSING for the required ones); None for
-    any other class."""
+def _stored_fields(cls) -> tuple[tuple[str, object], ...] | None:
+    """(name, default) of each field of a record dataclass, in order; a value of the default's type and
+    equal to it is left out where the default is a str, list or dict (``_Kept()`` for the others). None
+    for any other class."""
     if not hasattr(cls, "__dataclass_fields__"):
         return None
-    return {
-        f.name: f.default_factory() if f.default_factory is not MISSING else f.default for f in fields(cls)
-    }
+    defaults = (
+        (f.name, f.default_factory() if f.default_factory is not MISSING else f.default) for f in fields(cls)
+    )
+    return tuple((name, d if type(d) in (str, list, dict) else _Kept()) for name, d in defaults)
 
 
 def _array(data: bytes, *shape: int) -> np.ndarray:

@@ -29,3 +29,16 @@ def test_extras_survive_id_properties(addon, value):
     holder.pop(props.EXTRAS, None)
     props.set_extras(holder, value)
     assert props.get_extras(holder) == value
+
+
+def test_top_level_bytes_are_held_raw_and_base64_still_reads(addon):
+    """Bytes at the top of the extras are a bytes property (no base64 to write or read); extras saved by
+    earlier versions, their bytes in the codec's base64 form, still read."""
+    holder = bpy.data.objects.get("extras holder") or bpy.data.objects.new("extras holder", None)
+    extras = {"strips": b"\x01\x00\x02\x00", "nested": {"raw": b"\xff"}, "empty": b""}
+    props.set_extras(holder, extras)
+    assert holder[props.EXTRAS]["strips"] == b"\x01\x00\x02\x00"
+    assert props.get_extras(holder) == extras
+    assert props.get_extras(holder, "strips") == {"strips": b"\x01\x00\x02\x00"}
+    holder[props.EXTRAS] = {"strips": {"__bytes__": "AQACAA=="}, "nested": {"raw": {"__bytes__": "/w=="}}}
+    assert props.get_extras(holder) == {"strips": b"\x01\x00\x02\x00", "nested": {"raw": b"\xff"}}
