@@ -26,7 +26,7 @@ from ..errors import ExportError, FormatError
 from ..scene import Scene, axis_matrix, tree_order
 from ..textures import tpl as tpl_format
 from . import model as fmt
-from .channels import scene_animation
+from .channels import AnimationConverter
 from .deltas import animations_from_scene, sample_channel
 from .images import image_lookup, scene_images, texture_image, tpl_from_scene
 from .kept import unique_names
@@ -93,10 +93,9 @@ def to_scene(
         mesh.name = mesh.extras["label"] = mesh_name
 
     animation_names = unique_names([text(a.name) for a in model.animations])
+    converter = AnimationConverter(model, scene, axis, world, parents, bone_of, image_of, filename)
     for a, animation in enumerate(model.animations):
-        result, shape_keys = scene_animation(
-            model, scene, a, animation, animation_names[a], axis, world, parents, bone_of, image_of, filename
-        )
+        result, shape_keys = converter.convert(a, animation, animation_names[a])
         scene.animations.append(result)
         for m, key in shape_keys:
             scene.meshes[m].shape_keys.append(key)

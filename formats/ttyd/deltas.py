@@ -14,7 +14,7 @@ from ..curves import sample
 from ..errors import ExportError
 from ..scene import Channel, compose, keys_digest, matrix_to_quat
 from . import model as fmt
-from .channels import scene_animation
+from .channels import AnimationConverter
 from .evaluate import euler_zyx, local_matrices
 from .images import append_texture, image_lookup, tpl_index_of
 from .kept import all_close, raw_name
@@ -47,6 +47,7 @@ def animations_from_scene(model, scene, axis, parents, world, group_of_bone, reb
     )
     bone_of = np.full(len(model.groups), -1, np.int64)
     bone_of[group_of_bone] = np.arange(len(group_of_bone))
+    converter = None  # made for the first kept animation to compare with (the model's groups stay put)
     model.animations = []
     for i in order:
         animation = scene.animations[i]
@@ -57,18 +58,16 @@ def animations_from_scene(model, scene, axis, parents, world, group_of_bone, reb
             continue
         stored = stored_animation(extras)
         entry = fmt.Animation(name, stored)
-        if (
-            stored is None
-            or rebuilt
-            or not _matches(model, scene, entry, animation, axis, world, parents, bone_of)
-        ):
+        if stored is not None and not rebuilt and converter is None:
+            converter = AnimationConverter(model, scene, axis, world, parents, bone_of, image_lookup(scene))
+        if stored is None or rebuilt or not _matches(model, converter, entry, animation):
             entry.data = _encode_animation(
                 model, scene, animation, stored, axis, world, parents, group_of_bone, *mapping
             )
         model.animations.append(entry)
 
 
-def _matches(model, scene, entry, animation, axis, world, parents, bone_of) -> bool:
+def _matches(model, converter, entry, animation) -> bool:
     """Whether the scene animation still shows exactly what the kept tables encode."""
     anim = entry.data
     try:
@@ -81,9 +80,7 @@ def _matches(model, scene, entry, animation, axis, world, parents, bone_of) -> b
             and all_close([animation.frame_start, animation.frame_end], [anim.start, anim.end])
         ):
             return False
-    expected, keys = scene_animation(
-        model, scene, 0, entry, animation.name, axis, world, parents, bone_of, image_lookup(scene)
-    )
+    expected, keys = converter.convert(0, entry, animation.name)
 
     def keyed(channels):
         return {(c.target_kind, c.target, c.path, c.index): c for c in channels}
@@ -99,7 +96,7 @@ def _matches(model, scene, entry, animation, axis, world, parents, bone_of) -> b
         ):
             return False
     for m, key in keys:
-        found = [k for k in scene.meshes[m].shape_keys if k.name == key.name]
+        found = [k for k in converter.scene.meshes[m].shape_keys if k.name == key.name]
         if not found or not all_close(found[0].positions, key.positions):
             return False
     return True

@@ -80,7 +80,7 @@ class Evaluator:
             for kind, (table, _) in DELTA_TABLES.items()
         }
         # The targets each kind touches, and each delta's column among them.
-        found = {kind: np.unique(index, return_inverse=True) for kind, (_, index, _) in running.items()}
+        found = {kind: _targets(index) for kind, (_, index, _) in running.items()}
         touched = sum(len(targets) for targets, _ in found.values())
         if count * touched > EVALUATION_BUDGET:
             raise FormatError(
@@ -108,12 +108,15 @@ class Evaluator:
         value = anim.visibility_deltas["value"][entries]
         changes = value != 0
         kf, index, value = kf[changes], index[changes], value[changes]
-        self.visibility_index, column = np.unique(index, return_inverse=True)
+        self.visibility_index, column = _targets(index)
         self.visibility_sets = np.zeros((count, len(self.visibility_index)), np.int8)
-        # Later entries win: keep only each (keyframe, index)'s last change (the first one seen backwards).
-        cells = (kf * len(self.visibility_index) + column)[::-1]
-        cells, first = np.unique(cells, return_index=True)
-        self.visibility_sets.ravel()[cells] = value[::-1][first]
+        # Later entries win: keep only each (keyframe, index)'s last change. Indices only grow inside a
+        # keyframe (their steps are unsigned), so the cells come in order and repeats are neighbours.
+        cells = kf * len(self.visibility_index) + column
+        last = np.empty(len(cells), bool)
+        last[-1:] = True
+        last[:-1] = cells[1:] != cells[:-1]
+        self.visibility_sets.ravel()[cells[last]] = value[last]
 
         kf, _, entries = running["node"]
         self.node_index, column = found["node"]
@@ -237,6 +240,17 @@ def node_entry_rows(anim: AnimationData, running) -> np.ndarray:
         [kf, index] + [deltas[k].astype(np.int64) for k in ("value", "tangent_in", "tangent_out")], axis=1
     )
     return rows[moving]
+
+
+def _targets(index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(index, return_inverse=True)``: the targets a kind touches, and each delta's column
+    among them (in fewer calls: the arrays are small, the animations many)."""
+    ordered = np.sort(index)
+    first = np.empty(len(ordered), bool)
+    first[:1] = True
+    first[1:] = ordered[1:] != ordered[:-1]
+    targets = ordered[first]
+    return targets, targets.searchsorted(index)
 
 
 def _vertex_deltas(count: int, running, found, deltas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

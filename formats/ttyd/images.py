@@ -99,13 +99,14 @@ def image_lookup(scene: Scene):
     """TPL image index → scene image index (the game shows image 0 for an index past the TPL)."""
     known = tpl_index_of(scene, np.arange(len(scene.images)))
     order = np.argsort(known, kind="stable")
+    ordered = known[order]
 
     def lookup(index):
         index = np.asarray(index, np.int64)
         if not len(known):
             return np.zeros_like(index)
-        at = np.clip(np.searchsorted(known[order], index), 0, len(known) - 1)
-        return np.where(known[order][at] == index, order[at], 0)
+        at = np.minimum(ordered.searchsorted(index), len(known) - 1)
+        return np.where(ordered[at] == index, order[at], 0)
 
     return lookup
 
@@ -117,10 +118,13 @@ def tpl_index_of(scene: Scene, image) -> np.ndarray:
     return np.where(image < len(scene.images), lookup[np.minimum(image, len(lookup) - 1)], image)
 
 
-def texture_image(model: Model, sampler: int, frame_offset: int) -> int:
-    """TPL image shown by a sampler at a frame offset (the game falls back to image 0)."""
-    texture = int(model.samplers["first_texture"][sampler]) + int(frame_offset)
-    return int(model.textures["tpl_index"][texture]) if texture < len(model.textures) else 0
+def texture_image(model: Model, sampler: int, frame_offset):
+    """TPL image shown by a sampler at a frame offset, or (int64 array) at each of an array of them (the
+    game falls back to image 0)."""
+    texture = int(model.samplers["first_texture"][sampler]) + np.asarray(frame_offset, np.int64)
+    shown = np.append(model.textures["tpl_index"].astype(np.int64), 0)  # past the table: image 0
+    image = shown[np.minimum(texture, len(model.textures))]
+    return int(image) if image.ndim == 0 else image
 
 
 def append_texture(model: Model, scene: Scene, image: int) -> int:

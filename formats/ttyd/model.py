@@ -21,6 +21,7 @@ index freely.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
@@ -650,14 +651,20 @@ def validate_animation(
 # -- writing -----------------------------------------------------------------------
 
 
+@cache
+def _file_dtype(dtype: np.dtype) -> np.dtype:
+    """``dtype`` as the file stores it (made once per dtype: the tables are many, their dtypes few)."""
+    return with_endian(dtype, ENDIAN)
+
+
 def table_bytes(table: np.ndarray) -> bytes:
     """A table's records as the file stores them (big-endian)."""
-    return np.ascontiguousarray(table, with_endian(table.dtype, ENDIAN)).tobytes()
+    return np.ascontiguousarray(table, _file_dtype(table.dtype)).tobytes()
 
 
 def table_from_bytes(raw: bytes, dtype: np.dtype, components: int = 1) -> np.ndarray:
     """The table ``table_bytes`` gave these bytes for (native byte order, (N, k) when components > 1)."""
-    values = np.frombuffer(raw, with_endian(np.dtype(dtype), ENDIAN)).astype(dtype)
+    values = np.frombuffer(raw, _file_dtype(np.dtype(dtype))).astype(dtype)
     return values.reshape(-1, components) if components > 1 else values
 
 
