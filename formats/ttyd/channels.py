@@ -103,8 +103,9 @@ class AnimationConverter:
             out.append((m, mesh.name, first, count, matrix, local))
         return out
 
-    def convert(self, a, animation, name) -> tuple[Animation, list]:
-        """The scene animation of entry ``a`` and its shape keys as (mesh index, ShapeKey) pairs."""
+    def convert(self, a, animation, name, running=None) -> tuple[Animation, list]:
+        """The scene animation of entry ``a`` and its shape keys as (mesh index, ShapeKey) pairs;
+        ``running``: the animation's ``running_indices`` of each kind when they are known already."""
         extras = {"entry": a, "name": animation.name, "label": name}
         anim = animation.data
         if anim is None:
@@ -123,7 +124,7 @@ class AnimationConverter:
         )
         if not len(anim.keyframes):
             return result, []
-        evaluator = Evaluator(self.model, anim, self.filename, fmt.animation_offset(self.model, a))
+        evaluator = Evaluator(self.model, anim, self.filename, fmt.animation_offset(self.model, a), running)
         shape_keys, channels = self._shape_keys(evaluator, name)
         result.channels += self._node_channels(evaluator)
         result.channels += channels

@@ -73,7 +73,11 @@ def to_scene(
     name = text(model.header.name)
     scene = Scene(name=name, extras={EXTRAS_KEY: model_extras(model, tpl)})
     parents = fmt.group_parents(model.groups)
-    freed = scale_in_pose(model, parents)
+    # Every animation's running indices, worked out together: the evaluators and scale_in_pose use them.
+    with_data = [a for a, animation in enumerate(model.animations) if animation.data is not None]
+    anims = [model.animations[a].data for a in with_data]
+    running = dict(zip(with_data, fmt.animations_running_indices(anims), strict=True))
+    freed = scale_in_pose(model, parents, list(running.values()))
     world = scene_world(model, parents, freed)
     order = tree_order(parents)
     bone_of = np.full(len(parents), -1, np.int64)
@@ -95,7 +99,7 @@ def to_scene(
     animation_names = unique_names([text(a.name) for a in model.animations])
     converter = AnimationConverter(model, scene, axis, world, parents, bone_of, image_of, filename)
     for a, animation in enumerate(model.animations):
-        result, shape_keys = converter.convert(a, animation, animation_names[a])
+        result, shape_keys = converter.convert(a, animation, animation_names[a], running.get(a))
         scene.animations.append(result)
         for m, key in shape_keys:
             scene.meshes[m].shape_keys.append(key)

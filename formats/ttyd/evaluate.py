@@ -69,16 +69,21 @@ def hermite_weights(u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 class Evaluator:
     """Per-keyframe sums of one animation's deltas, kept only for the entries the deltas touch."""
 
-    def __init__(self, model: Model, anim: AnimationData, filename: str = "<model>", offset: int = 0):
-        """``filename`` and ``offset`` (of the animation's data in the file) name the animation in errors."""
+    def __init__(
+        self, model: Model, anim: AnimationData, filename: str = "<model>", offset: int = 0, running=None
+    ):
+        """``filename`` and ``offset`` (of the animation's data in the file) name the animation in errors;
+        ``running``: the ``running_indices`` of each kind when they are known already."""
         self.model, self.anim = model, anim
         keys = anim.keyframes
         self.times = keys["time"].astype(np.float64)
         count = len(keys)
-        self.running = running = {  # ``running_indices`` of each kind
-            kind: running_indices(keys, kind, getattr(anim, table)["step"])
-            for kind, (table, _) in DELTA_TABLES.items()
-        }
+        if running is None:
+            running = {
+                kind: running_indices(keys, kind, getattr(anim, table)["step"])
+                for kind, (table, _) in DELTA_TABLES.items()
+            }
+        self.running = running  # ``running_indices`` of each kind
         # The targets each kind touches, and each delta's column among them.
         found = {kind: _targets(index) for kind, (_, index, _) in running.items()}
         touched = sum(len(targets) for targets, _ in found.values())
@@ -147,15 +152,29 @@ class Evaluator:
         out[:, hit] = steps[:, at[hit]]
         return out
 
+    @cached_property
+    def _latest_times(self) -> np.ndarray:
+        """The running maximum of the keyframe times."""
+        return np.maximum.accumulate(self.times)
+
+    def applied(self, times) -> np.ndarray:
+        """Per time: the keyframes applied in full (``segments``' first, alone)."""
+        return self._applied(local_time(self.anim, times))
+
+    def _applied(self, t: np.ndarray) -> np.ndarray:
+        count = len(self.times)
+        if count <= 1:
+            return np.full(t.shape, count, np.int64)
+        # The first keyframe later than t is where the running maximum of the times first exceeds t.
+        return self._latest_times.searchsorted(t, side="right")
+
     def segments(self, times) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per time: keyframes applied in full, the partly applied keyframe (K for none), u and duration."""
         t = local_time(self.anim, times)
         count = len(self.times)
+        following = self._applied(t)
         if count <= 1:
-            full = np.full(t.shape, count, np.int64)
-            return full, np.full(t.shape, count, np.int64), np.zeros(t.shape), np.zeros(t.shape)
-        # The first keyframe later than t is where the running maximum of the times first exceeds t.
-        following = np.searchsorted(np.maximum.accumulate(self.times), t, side="right")
+            return following, np.full(t.shape, count, np.int64), np.zeros(t.shape), np.zeros(t.shape)
         partial = np.where((following > 0) & (following < count), following, count)
         previous = self.times[np.maximum(partial - 1, 0)]
         duration = np.where(partial < count, self.times[np.minimum(partial, count - 1)] - previous, 1.0)
@@ -202,32 +221,39 @@ class Evaluator:
     def textures(self, times) -> tuple[np.ndarray, np.ndarray]:
         """``Pose.frame_offsets`` and ``Pose.translate`` at ``times`` alone (``at`` without the rest)."""
         times = np.atleast_1d(np.asarray(times, np.float64))
-        full = self.segments(times)[0]
+        full = self.applied(times)
         m = self.model
-        frame_offsets = np.broadcast_to(
-            m.texcoord_transforms["frame_offset"].astype(np.int64), (len(times), len(m.texcoord_transforms))
-        ).copy()
-        frame_offsets[:, self.texture_index] += _cumulative(self.frame_steps)[full]
-        translate = np.broadcast_to(
-            m.texcoord_transforms["translate"].astype(np.float64), (len(times), len(m.texcoord_transforms), 2)
-        ).copy()
-        translate[:, self.texture_index] += _cumulative(self.translate_steps)[full]
+        frames, translations = self._texture_sums
+        frame_offsets = np.repeat(m.texcoord_transforms["frame_offset"].astype(np.int64)[None], len(times), 0)
+        frame_offsets[:, self.texture_index] += frames[full]
+        translate = np.repeat(m.texcoord_transforms["translate"].astype(np.float64)[None], len(times), 0)
+        translate[:, self.texture_index] += translations[full]
         return frame_offsets & 0xFF, translate
+
+    @cached_property
+    def _texture_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """``_cumulative`` frame steps and translations."""
+        return _cumulative(self.frame_steps), _cumulative(self.translate_steps)
 
     def visibility(self, times) -> np.ndarray:
         """``Pose.visibility`` at ``times`` alone: the last visibility set at or before each applied
         keyframe, else the model's own state."""
         times = np.atleast_1d(np.asarray(times, np.float64))
-        full = self.segments(times)[0]
+        full = self.applied(times)
         m = self.model
-        visibility = np.broadcast_to(m.visibility != 0, (len(times), len(m.visibility))).copy()
-        sets = np.concatenate([np.zeros((1, len(self.visibility_index)), np.int8), self.visibility_sets])
-        latest = np.maximum.accumulate(np.where(sets != 0, np.arange(len(sets))[:, None], 0), axis=0)
-        chosen = sets[latest[full], np.arange(len(self.visibility_index))]
+        visibility = np.repeat((m.visibility != 0)[None], len(times), 0)
+        chosen = self._latest_sets[full]
         visibility[:, self.visibility_index] = np.where(
             chosen != 0, chosen > 0, visibility[:, self.visibility_index]
         )
         return visibility
+
+    @cached_property
+    def _latest_sets(self) -> np.ndarray:
+        """(K + 1, touched): the last visibility set at or before each count of applied keyframes (0: none)."""
+        sets = np.concatenate([np.zeros((1, len(self.visibility_index)), np.int8), self.visibility_sets])
+        latest = np.maximum.accumulate(np.where(sets != 0, np.arange(len(sets))[:, None], 0), axis=0)
+        return sets[latest, np.arange(len(self.visibility_index))]
 
 
 def node_entry_rows(anim: AnimationData, running) -> np.ndarray:

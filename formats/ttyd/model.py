@@ -495,6 +495,29 @@ def running_indices(
     return _running(keyframes[f"{kind}_count"], keyframes[f"{kind}_first"], steps)
 
 
+def animations_running_indices(anims: list[AnimationData]) -> list[dict[str, tuple]]:
+    """``running_indices`` of every kind for each of ``anims`` (keyframe ranges inside their tables),
+    worked out for all of them at once: the animations are many, their tables small."""
+    if not anims:
+        return []
+    keys = np.array([len(anim.keyframes) for anim in anims], np.int64)
+    key_bases = keys.cumsum() - keys
+    out: list[dict[str, tuple]] = [{} for _ in anims]
+    for kind, (table, _) in DELTA_TABLES.items():
+        sizes = np.array([len(getattr(anim, table)) for anim in anims], np.int64)
+        bases = sizes.cumsum() - sizes  # where each animation's deltas start among all
+        counts = np.concatenate([anim.keyframes[f"{kind}_count"] for anim in anims]).astype(np.int64)
+        firsts = np.concatenate([anim.keyframes[f"{kind}_first"] for anim in anims]).astype(np.int64)
+        steps = np.concatenate([getattr(anim, table)["step"] for anim in anims])
+        keyframe, index, entries = _running(counts, firsts + bases.repeat(keys), steps)
+        ends = np.concatenate([[0], counts.cumsum()])[np.concatenate([key_bases, [len(counts)]])]
+        for a, (low, high, key_base, base) in enumerate(
+            zip(ends[:-1].tolist(), ends[1:].tolist(), key_bases.tolist(), bases.tolist(), strict=True)
+        ):
+            out[a][kind] = (keyframe[low:high] - key_base, index[low:high], entries[low:high] - base)
+    return out
+
+
 def _running(counts: np.ndarray, firsts: np.ndarray, steps: np.ndarray):
     """``running_indices`` of keyframes with these delta counts and first delta entries."""
     # Array methods rather than numpy functions: the tables are small, the calls many.

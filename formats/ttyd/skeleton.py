@@ -70,19 +70,17 @@ def rest_pose_scales(skeleton: Skeleton) -> dict[str, list[float]]:
     }
 
 
-def scale_in_pose(model: Model, parents: np.ndarray) -> np.ndarray:
+def scale_in_pose(model: Model, parents: np.ndarray, running: list[dict]) -> np.ndarray:
     """(G,) bool: groups with an uneven scale that reaches a descendant an animation moves (a child
-    that compensates its parent's scale stops it: ``compensated_frames``)."""
+    that compensates its parent's scale stops it: ``compensated_frames``); ``running``: the
+    ``model.animations_running_indices`` of the animations with data."""
     groups = model.groups
     scale = model.node_floats[groups["node"].astype(np.int64)[:, None] + np.arange(3, 6)]
     size = np.maximum(1.0, np.abs(scale).max(axis=1, initial=0.0))
     uneven = np.ptp(scale, axis=1) > 1e-6 * size
     moved_floats = np.zeros(len(model.node_floats) + 1, bool)
-    for animation in model.animations:
-        anim = animation.data
-        if anim is not None:
-            _, index, _ = fmt.running_indices(anim.keyframes, "node", anim.node_deltas["step"])
-            moved_floats[np.minimum(index, len(model.node_floats))] = True
+    for kinds in running:
+        moved_floats[np.minimum(kinds["node"][1], len(model.node_floats))] = True
     moved = moved_floats[groups["node"].astype(np.int64)[:, None] + np.arange(NODE_FLOATS)].any(axis=1)
     reaches_moved = np.zeros(len(groups), bool)
     for g in np.flatnonzero(moved):  # few groups; each walk is one chain
