@@ -202,10 +202,9 @@ class AnimationConverter:
         start_slope = (slope_in + linear / per_key) * factors
         end_slope = (slope_out + linear / per_key) * factors
         third = per_key / 3.0
-        left = np.stack(
-            [np.broadcast_to(times[:, None] - third, values.shape), values - end_slope * third], axis=-1
-        )
-        right = np.empty_like(left)
+        left, right = np.empty(values.shape + (2,)), np.empty(values.shape + (2,))
+        left[:, :, 0] = times[:, None] - third
+        left[:, :, 1] = values - end_slope * third
         right[:-1, :, 0] = times[:-1, None] + third[1:]
         right[:-1, :, 1] = values[:-1] + start_slope[1:] * third[1:]
         right[-1, :, 0] = times[-1] + third[-1]
