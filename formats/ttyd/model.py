@@ -503,19 +503,29 @@ def animations_running_indices(anims: list[AnimationData]) -> list[dict[str, tup
     keys = np.array([len(anim.keyframes) for anim in anims], np.int64)
     key_bases = keys.cumsum() - keys
     out: list[dict[str, tuple]] = [{} for _ in anims]
-    for kind, (table, _) in DELTA_TABLES.items():
-        sizes = np.array([len(getattr(anim, table)) for anim in anims], np.int64)
-        bases = sizes.cumsum() - sizes  # where each animation's deltas start among all
-        counts = np.concatenate([anim.keyframes[f"{kind}_count"] for anim in anims]).astype(np.int64)
-        firsts = np.concatenate([anim.keyframes[f"{kind}_first"] for anim in anims]).astype(np.int64)
-        steps = np.concatenate([getattr(anim, table)["step"] for anim in anims])
-        keyframe, index, entries = _running(counts, firsts + bases.repeat(keys), steps)
+    for kind in DELTA_TABLES:
+        (keyframe, index, entries), counts, bases = _running_together(anims, kind, keys)
         ends = np.concatenate([[0], counts.cumsum()])[np.concatenate([key_bases, [len(counts)]])]
         for a, (low, high, key_base, base) in enumerate(
             zip(ends[:-1].tolist(), ends[1:].tolist(), key_bases.tolist(), bases.tolist(), strict=True)
         ):
             out[a][kind] = (keyframe[low:high] - key_base, index[low:high], entries[low:high] - base)
     return out
+
+
+def _running_together(anims: list[AnimationData], kind: str, keys: np.ndarray):
+    """``running_indices`` of one kind of all ``anims`` (``keys``: their keyframe counts) in one pass, each
+    one's keyframes and deltas after the previous one's, with the keyframes' delta counts and where each
+    animation's deltas start among all; None when a keyframe's range leaves its table."""
+    table = DELTA_TABLES[kind][0]
+    sizes = np.array([len(getattr(anim, table)) for anim in anims], np.int64)
+    counts = np.concatenate([anim.keyframes[f"{kind}_count"] for anim in anims]).astype(np.int64)
+    firsts = np.concatenate([anim.keyframes[f"{kind}_first"] for anim in anims]).astype(np.int64)
+    if ((counts > 0) & (firsts + counts > sizes.repeat(keys))).any():
+        return None
+    bases = sizes.cumsum() - sizes
+    steps = np.concatenate([getattr(anim, table)["step"] for anim in anims])
+    return _running(counts, firsts + bases.repeat(keys), steps), counts, bases
 
 
 def _running(counts: np.ndarray, firsts: np.ndarray, steps: np.ndarray):
@@ -548,16 +558,11 @@ def _animations_valid(model: Model, anims: list[AnimationData]) -> bool:
     if not anims:
         return True
     keys = np.array([len(anim.keyframes) for anim in anims], np.int64)
-    for kind, (table, target) in DELTA_TABLES.items():
-        tables = [getattr(anim, table) for anim in anims]
-        sizes = np.array([len(deltas) for deltas in tables], np.int64)
-        counts = np.concatenate([anim.keyframes[f"{kind}_count"] for anim in anims]).astype(np.int64)
-        firsts = np.concatenate([anim.keyframes[f"{kind}_first"] for anim in anims]).astype(np.int64)
-        if ((counts > 0) & (firsts + counts > sizes.repeat(keys))).any():
+    for kind, (_, target) in DELTA_TABLES.items():
+        together = _running_together(anims, kind, keys)
+        if together is None:
             return False
-        base = (sizes.cumsum() - sizes).repeat(keys)  # where each animation's deltas start among all
-        steps = np.concatenate([deltas["step"] for deltas in tables])
-        _, index, _ = _running(counts, firsts + base, steps)
+        index = together[0][1]
         if len(index) and index.max() >= len(model.block(target)):
             return False
     return True
