@@ -334,8 +334,8 @@ def workload_floor_memory(folder: Path, quick: bool) -> dict:
             co = np.empty((len(channel.times), 2), np.float32)
             co[:, 0], co[:, 1] = channel.times, values[:, c]
             arrays = {"co": co.ravel(), "interpolation": np.ones(len(co), np.int32)}
-            curves.append((path, c, len(co), arrays))
-    prepared = {"meshes": [], "actions": [curves] * len(scene.animations)}
+            curves.append((path, c, channel.target, len(co), arrays))
+    prepared = {"armatures": [], "meshes": [], "actions": [curves] * len(scene.animations)}
     bench_toshi.empty_scene()
     base = _rss_mb()
     run_floor(prepared)
