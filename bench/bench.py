@@ -113,6 +113,9 @@ def floor_of(scene, result) -> dict:
     bench_toshi = _blender()
     import numpy as np
     from retro_models.operators.blender import compat
+    from retro_models.operators.blender.animation import INTERPOLATION_CODES
+
+    bezier = INTERPOLATION_CODES["BEZIER"]
 
     meshes = []
     for mesh in scene.meshes:
@@ -141,9 +144,12 @@ def floor_of(scene, result) -> dict:
             points = fcurve.keyframe_points
             n = len(points)
             arrays = {
-                f: compat.read_array(points, f, n, 2).ravel() for f in ("co", "handle_left", "handle_right")
+                "co": compat.read_array(points, "co", n, 2).ravel(),
+                "interpolation": compat.read_array(points, "interpolation", n, 1, np.int32),
             }
-            arrays["interpolation"] = compat.read_array(points, "interpolation", n, 1, np.int32)
+            if (arrays["interpolation"] == bezier).any():  # others' handles are Blender's (update)
+                for side in ("handle_left", "handle_right"):
+                    arrays[side] = compat.read_array(points, side, n, 2).ravel()
             group = fcurve.group.name if fcurve.group else ""
             curves.append((fcurve.data_path, fcurve.array_index, group, n, arrays))
         actions.append(curves)
@@ -188,8 +194,10 @@ def run_floor(prepared: dict) -> dict[str, float]:
     for i, action_curves in enumerate(prepared["actions"]):
         action, slot = compat.new_action(f"floor {i}", "OBJECT", "floor")
         fcurves = compat.ActionCurves(action, slot)
-        for path, index, group, count, arrays in action_curves:
-            (fcurve,) = fcurves.new(path, (index,), group)
+        # Every curve first, then the keys: each new curve scans those already there, faster without keys
+        # between them (as the import does).
+        made = [fcurves.new(path, (index,), group)[0] for path, index, group, _, _ in action_curves]
+        for fcurve, (_, _, _, count, arrays) in zip(made, action_curves, strict=True):
             points = fcurve.keyframe_points
             points.add(count)
             for field, values in arrays.items():
@@ -218,22 +226,33 @@ def _timed_actions():
     return total
 
 
-def import_and_floor(load, folder: Path, gltf: bool, floor: bool = True) -> dict:
-    """Import (``load()`` → Scene, then ``build_scene``), its floor and, with ``gltf``, glTF's import."""
+def import_and_floor(load, folder: Path, gltf: bool, floor: bool = True, runs: int = 2) -> dict:
+    """Import (``load()`` → Scene, then ``build_scene``), its floor and, with ``gltf``, glTF's import.
+    With ``runs`` > 1, the import and its floor in turns, the best of each: CPU seconds of the same
+    Blender calls swing with the machine's state over minutes. Memory: the first import's."""
     bench_toshi = _blender()
     import bpy
     from retro_models.operators.blender.build import build_scene
 
-    bench_toshi.empty_scene()
-    base = _rss_mb()
-    actions = _timed_actions()
-    start = clock()
-    scene = load()
-    result = build_scene(scene, bpy.context)
-    numbers = {"import": clock() - start, "actions": actions[0]}
-    numbers["memory MB"] = _peak_mb() - base
-    if floor:
-        numbers.update(run_floor(floor_of(scene, result)))
+    numbers: dict = {}
+    prepared = None
+    for run in range(runs):
+        bench_toshi.empty_scene()
+        base = _rss_mb()
+        actions = _timed_actions()
+        start = clock()
+        scene = load()
+        result = build_scene(scene, bpy.context)
+        seconds = clock() - start
+        if run == 0:
+            numbers.update({"import": seconds, "actions": actions[0], "memory MB": _peak_mb() - base})
+        elif seconds < numbers["import"]:
+            numbers.update({"import": seconds, "actions": actions[0]})
+        if floor:
+            prepared = prepared or floor_of(scene, result)
+            ran = run_floor(prepared)
+            if run == 0 or ran["floor"] < numbers["floor"]:
+                numbers.update(ran)
     if gltf:
         bench_toshi.empty_scene()
         build_scene(scene, bpy.context)
@@ -291,7 +310,10 @@ def workload_tmrf(folder: Path, quick: bool, bones: int) -> dict:
     path = folder / f"chain{bones}.tmdl"
     path.write_bytes(media.write(convert.from_scene(chain_scene(bones))))
     numbers = import_and_floor(
-        lambda: convert.to_scene(media.read(path.read_bytes())), folder, gltf=bones <= GLTF_CHAIN
+        lambda: convert.to_scene(media.read(path.read_bytes())),
+        folder,
+        gltf=bones <= GLTF_CHAIN,
+        runs=2 if bones <= 2000 else 1,  # the longer chains take 7 to 60 s a run
     )
     numbers["bones"] = bones
     return numbers
@@ -315,7 +337,7 @@ def workload_keys10m(folder: Path, quick: bool) -> dict:
     import numpy as np
 
     scene = keys_scene(quick)
-    numbers = import_and_floor(lambda: scene, folder, gltf=False, floor=False)
+    numbers = import_and_floor(lambda: scene, folder, gltf=False, floor=False, runs=1)
     numbers["keys"] = int(sum(np.asarray(c.values).size for a in scene.animations for c in a.channels))
     return numbers
 
