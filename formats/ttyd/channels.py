@@ -194,9 +194,8 @@ class AnimationConverter:
         cumulative = np.cumsum(hermite + linear, axis=0)
         count = len(times)
         durations = np.diff(times)
-        lengths = np.concatenate(
-            [[durations[0] if count > 1 else 1.0], durations]
-        )  # segment ending at each key
+        # The length of the segment ending at each key.
+        lengths = np.concatenate([[durations[0] if count > 1 else 1.0], durations])
         per_key = lengths[:, None]
         values = (self.model.node_floats[floats_at] + cumulative) * factors
         start_slope = (slope_in + linear / per_key) * factors
@@ -298,9 +297,8 @@ class AnimationConverter:
         if not columns:
             return []
         step_times = [_step_times(evaluator, changed[:, column]) for column in columns]
-        frame_offsets, translate = evaluator.textures(
-            np.concatenate(step_times)
-        )  # every column's times at once
+        # Every column's times at once.
+        frame_offsets, translate = evaluator.textures(np.concatenate(step_times))
         channels = []
         end = 0
         for column, times in zip(columns, step_times, strict=True):
