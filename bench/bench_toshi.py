@@ -12,7 +12,7 @@ in turns, after one import not counted):
   (``convert.to_scene``) and build (``build_scene`` into an empty Blender scene,
   with its mesh, normals, weights, actions and armature parts timed);
 - the floor: the same arrays put into Blender with the bulk calls alone
-  (positions, corners, loop starts, custom normals, UVs, vertex groups with
+  (the armature, positions, corners, loop starts, custom normals, UVs, vertex groups with
   the grouping by (bone, weight) done before the clock, actions with their
   F-curves grouped by bone as the import makes them, ``keyframe_points.add`` +
   ``foreach_set``); every array is prepared before
@@ -260,7 +260,8 @@ def _prepare_floor(scene):
 
 def armature_arrays(obj) -> dict:
     """A built armature's bones as the floor makes them again: names, parent indices, rest matrices (as
-    ``foreach_get`` gives them, the layout ``foreach_set`` takes) and lengths, read before the clock."""
+    ``foreach_get`` gives them, the layout ``foreach_set`` takes) and tails (their lengths along Y), read
+    before the clock."""
     bones = obj.data.bones
     names = [b.name for b in bones]
     index = {name: i for i, name in enumerate(names)}

@@ -320,12 +320,7 @@ def _folder_animations(folder: str) -> list[str]:
         folders += [
             p for n, p in sorted(files_in(parent).items()) if n in ANIMATION_FOLDERS and os.path.isdir(p)
         ]
-    return [
-        p
-        for f in folders
-        for n, p in sorted(files_in(f, tuple(READERS)).items())  # only those named like animations
-        if os.path.splitext(n)[1] in READERS
-    ]
+    return [p for f in folders for _, p in sorted(files_in(f, tuple(READERS)).items())]
 
 
 def _archive_models(archive, path: str, options: ModelImportOptions, part: Part | None) -> list[Scene]:

@@ -45,10 +45,7 @@ def _corner_data(
     """A layer's values per built corner (POINT layers expanded through the corner vertices)."""
     width = layer_data.shape[-1]
     if domain == "POINT":
-        # Each vertex's row gathered as one item: several times faster than numpy's row indexing.
-        rows = np.ascontiguousarray(layer_data)
-        item = np.dtype((np.void, rows.itemsize * width))
-        return rows.view(item)[:, 0][corner_vertices].view(rows.dtype).reshape(-1, width)
+        return np.take(layer_data, corner_vertices, axis=0)  # rows several times faster than x[index]
     if keep.all():
         return layer_data.reshape(-1, width)
     return layer_data.reshape(-1, 3, width)[keep].reshape(-1, width)
