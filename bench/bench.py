@@ -9,8 +9,12 @@ Workloads (``WORKLOADS``; a new one is a function returning its numbers and a ``
 - ``ttyd``: a TTYD model with many animations (the format tests' model, its two animations repeated);
 - ``tmrf N``: a TMRF skeleton chain of N bones (1000/2000/4000/8000) with a 30-frame animation on every
   bone, written by the project's TMRF writer; the growth ratio is time(2N) / time(N) (2: linear);
+- ``tmrf1000-keys``: the 1000-bone chain with 4 × the frames (120): growth in keys, time(4K) / time(K)
+  (4: linear);
 - ``keys10m``: ten million keys (10 animations × 60 bones × 7 F-curves × 2,381 keys): memory;
 - ``j3d``: a J3D model (``bench_j3d_model.py``'s generated tube: 129,600 triangles, 100 joints, weighted);
+- ``j3d-quarter``: the same tube with a quarter of its columns: growth in vertices, time(4V) / time(V)
+  (4: linear);
 - ``j3d-archive``: the corpus's SunshineMario.arc with every animation that belongs to its models;
 - ``batch``: the batch import of the corpus (``tools/batch_import.py --out-dir``) with one worker process
   and with two: the wall-clock speed-up, and the speed-up in CPU seconds (the one-worker run's CPU time
@@ -302,17 +306,17 @@ def chain_scene(bones: int, frames: int = 30):
     return sc.Scene("chain", [skeleton], [], animations=[animation])
 
 
-def workload_tmrf(folder: Path, quick: bool, bones: int) -> dict:
+def workload_tmrf(folder: Path, quick: bool, bones: int, frames: int = 30) -> dict:
     _blender()
     from retro_models.formats.tmrf import convert, media
 
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * bones))  # glTF's exporter recurses down the chain
-    path = folder / f"chain{bones}.tmdl"
-    path.write_bytes(media.write(convert.from_scene(chain_scene(bones))))
+    path = folder / f"chain{bones}x{frames}.tmdl"
+    path.write_bytes(media.write(convert.from_scene(chain_scene(bones, frames))))
     numbers = import_and_floor(
         lambda: convert.to_scene(media.read(path.read_bytes())),
         folder,
-        gltf=bones <= GLTF_CHAIN,
+        gltf=bones <= GLTF_CHAIN and frames == 30,
         runs=2 if bones <= 2000 else 1,  # the longer chains take 7 to 60 s a run
     )
     numbers["bones"] = bones
@@ -380,19 +384,20 @@ def workload_toshi(folder: Path, quick: bool) -> dict:
     return json.loads(out.read_text())
 
 
-def workload_j3d(folder: Path, quick: bool) -> dict:
-    """The generated skinned tube of bench_j3d_model.py (129,600 triangles, 100 joints; quick: 11,800)."""
+def workload_j3d(folder: Path, quick: bool, share: int = 1) -> dict:
+    """The generated skinned tube of bench_j3d_model.py (129,600 triangles, 100 joints; quick: 11,800),
+    with 1 / ``share`` of its columns."""
     _blender()
     import bench_j3d_model
     from retro_models.formats.j3d import model, model_convert
 
     rings, columns = (60, 100) if quick else (163, 400)
-    path = folder / "tube.bmd"
-    path.write_bytes(model.write(bench_j3d_model.tube(rings, columns, 100)))
+    path = folder / f"tube{share}.bmd"
+    path.write_bytes(model.write(bench_j3d_model.tube(rings, columns // share, 100)))
     return import_and_floor(
         lambda: model_convert.to_scene(model.read(path.read_bytes(), str(path)), "tube", str(path)),
         folder,
-        gltf=True,
+        gltf=share == 1,
     )
 
 
@@ -445,9 +450,11 @@ WORKLOADS = {
     "toshi": workload_toshi,
     "ttyd": workload_ttyd,
     **{f"tmrf{n}": partial(workload_tmrf, bones=n) for n in CHAIN},
+    "tmrf1000-keys": partial(workload_tmrf, bones=1000, frames=120),
     "keys10m": workload_keys10m,
     "keys10m-floor": workload_floor_memory,
     "j3d": workload_j3d,
+    "j3d-quarter": partial(workload_j3d, share=4),
     "j3d-archive": workload_j3d_archive,
     "batch": workload_batch,
 }
@@ -551,7 +558,26 @@ def rows(results: dict) -> list[Row]:
                 f"floor {b['floor'] / a['floor']:.2f} (2: linear, 4: quadratic)",
             )
         )
-    j3d = results.get("j3d")
+    keyed, base = results.get("tmrf1000-keys"), results.get("tmrf1000")
+    if keyed and base:
+        table.append(
+            Row(
+                "tmrf1000-keys",
+                "growth keys ×4",
+                keyed["import"] / base["import"],
+                f"floor {keyed['floor'] / base['floor']:.2f} (4: linear)",
+            )
+        )
+    j3d, quarter = results.get("j3d"), results.get("j3d-quarter")
+    if j3d and quarter:
+        table.append(
+            Row(
+                "j3d-quarter",
+                "growth verts ×4",
+                j3d["import"] / quarter["import"],
+                f"floor {j3d['floor'] / quarter['floor']:.2f} (4: linear)",
+            )
+        )
     if j3d:
         table += [
             Row(
