@@ -428,7 +428,7 @@ class _Import:
 
 
 def _ints(values) -> list[int]:
-    return [int(v) for v in np.asarray(values).ravel()]
+    return np.asarray(values).ravel().astype(np.int64).tolist()
 
 
 def _unsigned(values) -> np.ndarray:
