@@ -330,7 +330,7 @@ def _framing(extras: dict, exact: bool) -> tuple[Framing, list[bytes] | None]:
 def _remap_extras(remap: np.ndarray | None) -> list[int] | None:
     if remap is None or np.array_equal(remap, np.arange(len(remap))):
         return None
-    return [int(v) for v in remap]
+    return remap.tolist()
 
 
 def _remap(extras: dict, key: str, count: int) -> np.ndarray | None:
@@ -354,7 +354,7 @@ def _loop_and_length(animation: Animation) -> tuple[int, int]:
 
 
 def _bank_extras(bank: np.ndarray) -> list:
-    return [int(v) for v in bank] if bank.dtype.kind == "i" else [float(v) for v in bank]
+    return bank.tolist() if bank.dtype.kind == "i" else bank.astype(np.float64).tolist()
 
 
 class ChannelIndex:
