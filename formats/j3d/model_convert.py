@@ -144,8 +144,8 @@ def shape_mesh(
     points = np.take(arrays[geometry.POS], position_of, axis=0).astype(np.float64)
     if points.shape[1] == 2:
         points = np.concatenate([points, np.zeros((len(points), 1))], axis=1)
-    matrices = np.take(skin.matrices, draw_of, axis=0)
-    positions = np.einsum("nij,nj->ni", matrices[:, :3, :3], points) + matrices[:, :3, 3]
+    placed = np.take(skin.matrices[:, :3], draw_of, axis=0)  # the rows that place a point
+    positions = np.einsum("nij,nj->ni", placed[:, :, :3], points) + placed[:, :, 3]
     # GX clockwise → counter-clockwise; taken whole rows (a fancy index on the columns leaves the
     # result in column order, which reshape would copy).
     corners = np.take(shape_geometry.triangles, [0, 2, 1], axis=1).reshape(-1)
