@@ -434,10 +434,18 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
     primitives: dict[int, int] = {}
     broken = None  # the walk's error: raised after the checks of the packets before it
     first_group, first_packet = int(entry["first_group"]), int(entry["first_packet"])
-    for p in range(int(entry["packet_count"])):
-        group = shp1.groups[first_group + p]
-        packet = shp1.packets[first_packet + p]
-        first, count = int(group["first"]), int(group["count"])
+    # The shape's packets as plain ints (a numpy record's fields are slow to read one by one).
+    groups = shp1.groups[first_group : first_group + int(entry["packet_count"])]
+    packet_table = shp1.packets[first_packet : first_packet + int(entry["packet_count"])]
+    for p, (first, count, start, size) in enumerate(
+        zip(
+            groups["first"].tolist(),
+            groups["count"].tolist(),
+            packet_table["offset"].tolist(),
+            packet_table["size"].tolist(),
+            strict=True,
+        )
+    ):
         if count > 10:
             broken = FormatError(
                 filename,
@@ -448,7 +456,6 @@ def decode_shape(model: Model, shape: int, filename: str = "<bytes>") -> ShapeGe
         for k, loaded in enumerate(shp1.slots[first : first + count].tolist()):
             if loaded != 0xFFFF:  # 0xFFFF keeps what the slot held
                 slots[k] = loaded
-        start, size = int(packet["offset"]), int(packet["size"])
         if start + size > len(lists):
             broken = FormatError(
                 filename,
