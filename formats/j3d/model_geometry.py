@@ -367,7 +367,7 @@ def expand(kinds: np.ndarray, counts: np.ndarray, firsts: np.ndarray) -> np.ndar
         and (kinds == TRIANGLES).all()
         and not (counts % 3).any()
         and np.array_equal(firsts[1:], firsts[:-1] + counts[:-1])
-    ):  # whole triangle lists one after another (as exporters often send): every vertex in order
+    ):  # whole triangle lists one after another: every vertex sent, in order
         return np.arange(firsts[0], firsts[0] + counts.sum()).reshape(-1, 3)
     quads = (kinds == QUADS) | (kinds == QUADS2)
     chained = (kinds == STRIP) | (kinds == FAN)
