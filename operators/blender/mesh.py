@@ -580,11 +580,11 @@ def grouped_skin(joints: np.ndarray, weights: np.ndarray, bone_count: int, influ
     flipped = 0x7FFFFFFF - weights.view(np.uint32).astype(np.int64)
     unused = np.iinfo(np.int64).max  # sorts last
     # By bone, the larger weight first: of a bone named twice, the first entry stays.
-    by_bone = np.sort(np.where(used, joints << 32 | flipped, unused), axis=1)
+    by_bone = _sorted_rows(np.where(used, joints << 32 | flipped, unused))
     used = by_bone != unused
     used[:, 1:] &= (by_bone[:, 1:] >> 32) != (by_bone[:, :-1] >> 32)
     # Then by weight, strongest first, equal weights by bone.
-    ranked = np.sort(np.where(used, (by_bone & 0xFFFFFFFF) << 32 | by_bone >> 32, unused), axis=1)
+    ranked = _sorted_rows(np.where(used, (by_bone & 0xFFFFFFFF) << 32 | by_bone >> 32, unused))
     count = min(influences or int(used.sum(axis=1).max()), bone_count)
     kept = ranked[:, :count]
     present = kept != unused
@@ -597,6 +597,20 @@ def grouped_skin(joints: np.ndarray, weights: np.ndarray, bone_count: int, influ
     totals = strongest.sum(axis=1, keepdims=True)
     strongest = np.where(totals > 0, strongest / np.where(totals > 0, totals, 1), 0).astype(np.float32)
     return np.where(strongest > 0, chosen, 0), strongest, int((totals[:, 0] <= 0).sum())
+
+
+def _sorted_rows(keys: np.ndarray) -> np.ndarray:
+    """Each row of ``keys`` in ascending order: as many passes as columns, each exchanging neighbouring
+    columns out of order (odd-even transposition), column by column; for the few columns of a skin,
+    several times faster than ``np.sort`` along the rows (a call per row)."""
+    columns = list(np.ascontiguousarray(keys.T))
+    width = len(columns)
+    for p in range(width):
+        for i in range(p % 2, width - 1, 2):
+            low = np.minimum(columns[i], columns[i + 1])
+            np.maximum(columns[i], columns[i + 1], out=columns[i + 1])
+            columns[i] = low
+    return np.stack(columns, axis=1) if columns else keys
 
 
 def group_weights(joints: np.ndarray, weights: np.ndarray, bone_count: int) -> np.ndarray:
