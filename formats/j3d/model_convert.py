@@ -101,11 +101,13 @@ def _distinct_pairs(first: np.ndarray, second: np.ndarray, second_count: int):
         # matrix), the pairs are the distinct firsts: counted in a table instead of sorted.
         partner = np.zeros(int(first.max()) + 1, np.int64)
         partner[first] = second
-        if np.array_equal(partner[first], second):
+        if np.array_equal(np.take(partner, first), second):
             used = np.zeros(len(partner), bool)
             used[first] = True
             distinct = np.flatnonzero(used)
-            return distinct, partner[distinct], (np.cumsum(used) - 1)[first]
+            rank = np.cumsum(used)
+            rank -= 1
+            return distinct, np.take(partner, distinct), np.take(rank, first)
     keys = first * second_count + second
     order = np.argsort(keys, kind="stable")
     ordered = keys[order]
@@ -142,15 +144,17 @@ def shape_mesh(
     points = np.take(arrays[geometry.POS], position_of, axis=0).astype(np.float64)
     if points.shape[1] == 2:
         points = np.concatenate([points, np.zeros((len(points), 1))], axis=1)
-    matrices = np.take(skin.matrices, draw_of, axis=0)
-    positions = np.einsum("nij,nj->ni", matrices[:, :3, :3], points) + matrices[:, :3, 3]
-    stream = shape_geometry.triangles[:, [0, 2, 1]]  # GX clockwise → counter-clockwise
-    corners = stream.reshape(-1)
+    placed = np.take(skin.matrices[:, :3], draw_of, axis=0)  # the rows that place a point
+    positions = np.einsum("nij,nj->ni", placed[:, :, :3], points) + placed[:, :, 3]
+    # GX clockwise → counter-clockwise; taken whole rows (a fancy index on the columns leaves the
+    # result in column order, which reshape would copy).
+    corners = np.take(shape_geometry.triangles, [0, 2, 1], axis=1).reshape(-1)
+    corner_vertices = np.take(inverse, corners)
     mesh = Mesh(
         f"shape{shape}",
         positions.astype(np.float32),
-        inverse[stream].astype(np.int32),
-        material_indices=np.zeros(len(stream), np.int32),
+        corner_vertices.astype(np.int32).reshape(-1, 3),
+        material_indices=np.zeros(len(corners) // 3, np.int32),
         materials=[material],
         skeleton=0,
         skin_joints=np.take(skin.joints, draw_of, axis=0),
@@ -158,17 +162,23 @@ def shape_mesh(
     )
     normal_attribute = geometry.NBT if geometry.NBT in shape_geometry.indices else geometry.NRM
     if normal_attribute in shape_geometry.indices and geometry.NRM in arrays and len(corners):
-        index, matrix = shape_geometry.indices[normal_attribute][corners], draw[corners]
-        # Per vertex when every corner of each vertex sends the same (normal, draw matrix) pair (Blender
-        # sets those faster): each vertex's from one of its corners (a vertex in no triangle: the pair
-        # of least index), found without sorting the pairs.
-        corner_vertices = mesh.triangles.reshape(-1)
-        chosen = np.full(len(positions), np.argmin(index * len(skin.matrices) + matrix))
-        chosen[corner_vertices] = np.arange(len(corners))
-        same = np.take(chosen, corner_vertices)
-        per_vertex = np.array_equal(index[same], index) and np.array_equal(matrix[same], matrix)
+        index = np.take(shape_geometry.indices[normal_attribute], corners)
+        # Per vertex when every corner of each vertex sends the same normal (Blender sets those faster;
+        # its draw matrix is the vertex's own): each vertex's from one of its corners, found without
+        # sorting. A vertex in no triangle takes the (normal, draw matrix) pair of least index.
+        per_vertex_index = np.full(len(positions), -1, np.int64)
+        per_vertex_index[corner_vertices] = index
+        per_vertex = np.array_equal(np.take(per_vertex_index, corner_vertices), index)
         if per_vertex:
-            index, matrix = index[chosen], matrix[chosen]
+            matrix = draw_of
+            lonely = per_vertex_index < 0
+            if lonely.any():
+                least = np.argmin(index * len(skin.matrices) + draw[corners])
+                per_vertex_index[lonely] = index[least]
+                matrix = np.where(lonely, draw[corners[least]], draw_of)
+            index = per_vertex_index
+        else:
+            matrix = np.take(draw, corners)
         raw = np.take(arrays[geometry.NRM], index, axis=0)[:, :3].astype(np.float64)
         turned = np.einsum("nij,nj->ni", np.take(normal_matrices, matrix, axis=0), raw)
         length = np.linalg.norm(turned, axis=1, keepdims=True)
@@ -181,15 +191,11 @@ def shape_mesh(
             mesh.color_layers.append(Layer(materials.color_layer_name(k), colors, "CORNER"))
     for k, attribute in enumerate(geometry.TEX):
         if attribute in shape_geometry.indices:
-            uv = np.take(arrays[attribute], shape_geometry.indices[attribute][corners], axis=0)
-            v = uv[:, 1] if uv.shape[1] > 1 else np.zeros(len(uv), np.float32)
-            mesh.uv_layers.append(
-                Layer(
-                    materials.uv_layer_name(k),
-                    np.stack([uv[:, 0], 1 - v], axis=1).astype(np.float32),
-                    "CORNER",
-                )
-            )
+            uv = np.take(arrays[attribute], np.take(shape_geometry.indices[attribute], corners), axis=0)
+            if uv.shape[1] == 1:  # U alone: V is 0
+                uv = np.concatenate([uv, np.zeros_like(uv)], axis=1)
+            np.subtract(1, uv[:, 1], out=uv[:, 1])  # a fresh array: V flipped in place
+            mesh.uv_layers.append(Layer(materials.uv_layer_name(k), uv, "CORNER"))
     entry = model.shp1.shapes()[shape]
     mesh.extras = {
         "shape": shape,
@@ -220,7 +226,7 @@ def to_scene(
             warnings.append(f"{name}: {e}: not imported")
     deform = np.zeros(len(world), bool)
     for mesh in meshes:
-        deform[np.unique(mesh.skin_joints[mesh.skin_weights > 0])] = True
+        deform[mesh.skin_joints[mesh.skin_weights > 0]] = True
     scene = Scene(
         name=name,
         skeletons=[_skeleton(model, graph, world, name or "J3D model", deform)],

@@ -65,13 +65,14 @@ def mesh_digest(mesh: Mesh) -> str:
             digest.update(f"{name} none".encode())
             continue
         array = np.ascontiguousarray(array)
-        digest.update(f"{name} {array.dtype.str} {array.shape}".encode() + array.tobytes())
+        digest.update(f"{name} {array.dtype.str} {array.shape}".encode())
+        digest.update(array.data)  # the bytes where they are (``tobytes`` would copy them)
     return digest.hexdigest()
 
 
 def pixels_digest(pixels: np.ndarray) -> str:
     """A digest of (H, W, 4) uint8 pixels: an image whose digest is unchanged keeps its TEX1 bytes."""
-    return hashlib.sha1(np.ascontiguousarray(pixels, np.uint8).tobytes()).hexdigest()
+    return hashlib.sha1(np.ascontiguousarray(pixels, np.uint8).data).hexdigest()
 
 
 def from_scene(

@@ -292,3 +292,24 @@ def test_the_distinct_vertex_pairs_are_np_uniques_whether_counted_or_sorted(one_
     got_first, got_second, got_inverse = model_convert._distinct_pairs(first, second, 7)
     assert np.array_equal(got_first, distinct // 7) and np.array_equal(got_second, distinct % 7)
     assert np.array_equal(got_inverse, inverse)
+
+
+@pytest.mark.parametrize(
+    ("counts", "firsts"),
+    [
+        ([6, 3, 9], [0, 6, 9]),  # whole triangle lists one after another: the range
+        ([6, 4, 9], [0, 6, 10]),  # a list with a vertex left over
+        ([6, 3], [0, 7]),  # a vertex between two lists
+        ([6, 3], [2, 8]),  # lists not from the first vertex
+        ([0, 3], [0, 0]),  # an empty list
+    ],
+)
+def test_triangle_lists_expand_as_each_list_alone_would(counts, firsts):
+    """``expand`` takes whole consecutive triangle lists as a range of vertices; any other layout the
+    general way: both give each list's whole triangles in order from its first vertex."""
+    kinds = [geometry.TRIANGLES] * len(counts)
+    expected = np.concatenate(
+        [np.arange(f, f + n // 3 * 3).reshape(-1, 3) for n, f in zip(counts, firsts, strict=True)]
+    )
+    got = geometry.expand(kinds, counts, firsts)
+    assert got.dtype == np.int64 and got.shape == expected.shape and np.array_equal(got, expected)
