@@ -561,9 +561,15 @@ def _strongest(vertices, bones, weights, vertex_count: int, bone_count: int, inf
     joints = np.zeros((vertex_count, count), np.int32)
     strongest[vertices[kept], slot] = weights[kept]
     joints[vertices[kept], slot] = bones[kept]
-    totals = strongest.sum(axis=1, keepdims=True)
-    strongest = np.where(totals > 0, strongest / np.where(totals > 0, totals, 1), 0).astype(np.float32)
-    return np.where(strongest > 0, joints, 0), strongest, int((totals[:, 0] <= 0).sum())
+    return _normalised(joints, strongest)
+
+
+def _normalised(joints: np.ndarray, weights: np.ndarray):
+    """(joints, weights, unweighted vertex count) with each vertex's weights summing to 1 (a bone left
+    without weight: joint 0)."""
+    totals = weights.sum(axis=1, keepdims=True)
+    weights = np.where(totals > 0, weights / np.where(totals > 0, totals, 1), 0).astype(np.float32)
+    return np.where(weights > 0, joints, 0), weights, int((totals[:, 0] <= 0).sum())
 
 
 def grouped_skin(joints: np.ndarray, weights: np.ndarray, bone_count: int, influences: int | None):
@@ -594,9 +600,7 @@ def grouped_skin(joints: np.ndarray, weights: np.ndarray, bone_count: int, influ
         np.where(present, 0x7FFFFFFF - (kept >> 32), 0).astype(np.uint32).view(np.float32)
     )
     chosen[:, : kept.shape[1]] = np.where(present, kept & 0xFFFFFFFF, 0)
-    totals = strongest.sum(axis=1, keepdims=True)
-    strongest = np.where(totals > 0, strongest / np.where(totals > 0, totals, 1), 0).astype(np.float32)
-    return np.where(strongest > 0, chosen, 0), strongest, int((totals[:, 0] <= 0).sum())
+    return _normalised(chosen, strongest)
 
 
 def _sorted_rows(keys: np.ndarray) -> np.ndarray:
