@@ -74,69 +74,29 @@ class Evaluator:
     ):
         """``filename`` and ``offset`` (of the animation's data in the file) name the animation in errors;
         ``running``: the ``running_indices`` of each kind when they are known already."""
-        self.model, self.anim = model, anim
-        keys = anim.keyframes
-        self.times = keys["time"].astype(np.float64)
-        count = len(keys)
         if running is None:
             running = {
-                kind: running_indices(keys, kind, getattr(anim, table)["step"])
+                kind: running_indices(anim.keyframes, kind, getattr(anim, table)["step"])
                 for kind, (table, _) in DELTA_TABLES.items()
             }
-        self.running = running  # ``running_indices`` of each kind
-        # The targets each kind touches, and each delta's column among them.
-        found = {kind: _targets(index) for kind, (_, index, _) in running.items()}
-        touched = sum(len(targets) for targets, _ in found.values())
-        if count * touched > EVALUATION_BUDGET:
-            raise FormatError(
-                filename,
-                offset,
-                f"animation of {count} keyframes × {touched} targets is too large to evaluate",
-            )
+        (sums,) = Sums.chunks(model, [anim], [running], filename, [offset])
+        self._take(sums, 0)
 
-        self.position_index, self.position_steps = _vertex_deltas(
-            count, running["position"], found["position"], anim.position_deltas
+    def _take(self, sums: Sums, i: int) -> None:
+        """Animation ``i`` of ``sums``: its rows and columns of the padded tables."""
+        self.model, self.anim, self.running = sums.model, sums.anims[i], sums.running[i]
+        count = int(sums.counts[i])
+        self.times = sums.times[i, :count]
+        self.position_index, self.position_steps = sums.part("position", i, sums.position_steps)
+        self.normal_index, self.normal_steps = sums.part("normal", i, sums.normal_steps)
+        self.texture_index, self.frame_steps = sums.part("texture", i, sums.frame_steps)
+        _, self.translate_steps = sums.part("texture", i, sums.translate_steps)
+        self.visibility_index, self.visibility_sets = sums.part("visibility", i, sums.visibility_sets)
+        self.node_index, self.node_hermite = sums.part("node", i, sums.node_hermite)
+        self.node_linear, self.node_slope_in, self.node_slope_out = (
+            sums.part("node", i, steps)[1]
+            for steps in (sums.node_linear, sums.node_slope_in, sums.node_slope_out)
         )
-        self.normal_index, self.normal_steps = _vertex_deltas(
-            count, running["normal"], found["normal"], anim.normal_deltas
-        )
-
-        kf, _, entries = running["texture"]
-        self.texture_index, column = found["texture"]
-        self.frame_steps = np.zeros((count, len(self.texture_index)), np.int64)
-        self.translate_steps = np.zeros((count, len(self.texture_index), 2))
-        np.add.at(self.frame_steps, (kf, column), anim.texture_deltas["frame_step"][entries])
-        translate = anim.texture_deltas["translate"][entries].astype(np.float64)
-        np.add.at(self.translate_steps, (kf, column), translate)
-
-        kf, index, entries = running["visibility"]
-        value = anim.visibility_deltas["value"][entries]
-        changes = value != 0
-        kf, index, value = kf[changes], index[changes], value[changes]
-        self.visibility_index, column = _targets(index)
-        self.visibility_sets = np.zeros((count, len(self.visibility_index)), np.int8)
-        # Later entries win: keep only each (keyframe, index)'s last change. Indices only grow inside a
-        # keyframe (their steps are unsigned), so the cells come in order and repeats are neighbours.
-        cells = kf * len(self.visibility_index) + column
-        last = np.empty(len(cells), bool)
-        last[-1:] = True
-        last[:-1] = cells[1:] != cells[:-1]
-        self.visibility_sets.ravel()[cells[last]] = value[last]
-
-        kf, _, entries = running["node"]
-        self.node_index, column = found["node"]
-        deltas = anim.node_deltas[entries]
-        value = deltas["value"].astype(np.float64) * DELTA_UNIT
-        linear = np.abs(deltas["tangent_out"].astype(np.int64)) >= LINEAR_TANGENT
-        hermite = ~linear
-        shape = (count, len(self.node_index))
-        self.node_hermite, self.node_linear = np.zeros(shape), np.zeros(shape)
-        self.node_slope_in, self.node_slope_out = np.zeros(shape), np.zeros(shape)
-        np.add.at(self.node_hermite, (kf[hermite], column[hermite]), value[hermite])
-        np.add.at(self.node_linear, (kf[linear], column[linear]), value[linear])
-        for slopes, key in ((self.node_slope_in, "tangent_in"), (self.node_slope_out, "tangent_out")):
-            degrees = deltas[key][hermite].astype(np.float64)
-            np.add.at(slopes, (kf[hermite], column[hermite]), np.tan(np.radians(degrees)))
 
     @cached_property
     def node_entries(self) -> np.ndarray:
@@ -256,6 +216,116 @@ class Evaluator:
         return sets[latest, np.arange(len(self.visibility_index))]
 
 
+class Sums:
+    """Per-keyframe sums of the deltas of several animations, worked out together: (A, K, U…) tables
+    padded with zeros to the most keyframes (K) and touched targets of each kind (U) of any of them.
+    The targets of animation i and kind k are ``index[k][first[k][i] : first[k][i] + touched[k][i]]``
+    (sorted), its columns the first ``touched[k][i]`` of the tables; ``evaluator(i)`` is its Evaluator."""
+
+    def __init__(self, model: Model, anims: list[AnimationData], running: list[dict]):
+        self.model, self.anims, self.running = model, anims, running
+        n = len(anims)
+        self.counts = np.array([len(anim.keyframes) for anim in anims], np.int64)
+        size = int(self.counts.max(initial=0))
+        keyframe_rows = np.arange(n).repeat(self.counts)
+        keyframe_columns = np.arange(len(keyframe_rows)) - (self.counts.cumsum() - self.counts)[keyframe_rows]
+        self.times = np.zeros((n, size))
+        self.times[keyframe_rows, keyframe_columns] = np.concatenate(
+            [anim.keyframes["time"] for anim in anims]
+        ).astype(np.float64)
+        self.index, self.first, self.touched = {}, {}, {}
+        found = {kind: self._found(kind) for kind in DELTA_TABLES}
+
+        def table(kind, shape=(), dtype=np.float64):
+            return np.zeros((n, size, int(self.touched[kind].max(initial=0))) + shape, dtype)
+
+        for kind, name in (("position", "position_steps"), ("normal", "normal_steps")):
+            animation, kf, column, deltas = found[kind]
+            steps = table(kind, (3,))
+            np.add.at(steps, (animation, kf, column), deltas["delta"].astype(np.float64) * DELTA_UNIT)
+            setattr(self, name, steps)
+
+        animation, kf, column, deltas = found["texture"]
+        self.frame_steps, self.translate_steps = table("texture", (), np.int64), table("texture", (2,))
+        np.add.at(self.frame_steps, (animation, kf, column), deltas["frame_step"])
+        np.add.at(self.translate_steps, (animation, kf, column), deltas["translate"].astype(np.float64))
+
+        animation, kf, column, deltas = found["visibility"]
+        self.visibility_sets = table("visibility", (), np.int8)
+        # Later entries win: keep only each (keyframe, index)'s last change. Indices only grow inside a
+        # keyframe (their steps are unsigned), so the cells come in order and repeats are neighbours.
+        cells = np.ravel_multi_index((animation, kf, column), self.visibility_sets.shape)
+        last = np.empty(len(cells), bool)
+        last[-1:] = True
+        last[:-1] = cells[1:] != cells[:-1]
+        self.visibility_sets.ravel()[cells[last]] = deltas["value"][last]
+
+        animation, kf, column, deltas = found["node"]
+        value = deltas["value"].astype(np.float64) * DELTA_UNIT
+        linear = np.abs(deltas["tangent_out"].astype(np.int64)) >= LINEAR_TANGENT
+        hermite = ~linear
+        self.node_hermite, self.node_linear = table("node"), table("node")
+        self.node_slope_in, self.node_slope_out = table("node"), table("node")
+        at = (animation[hermite], kf[hermite], column[hermite])
+        np.add.at(self.node_hermite, at, value[hermite])
+        np.add.at(self.node_linear, (animation[linear], kf[linear], column[linear]), value[linear])
+        for slopes, key in ((self.node_slope_in, "tangent_in"), (self.node_slope_out, "tangent_out")):
+            np.add.at(slopes, at, np.tan(np.radians(deltas[key][hermite].astype(np.float64))))
+
+    @classmethod
+    def chunks(
+        cls, model: Model, anims: list[AnimationData], running: list[dict], filename: str, offsets: list[int]
+    ) -> list[Sums]:
+        """``Sums`` of consecutive runs of ``anims`` (each with keyframes), as many together as the padded
+        tables keep within EVALUATION_BUDGET; an animation beyond it alone is a FormatError (``offsets``:
+        of each one's data in ``filename``)."""
+        if not anims:
+            return []
+        counts = np.array([len(anim.keyframes) for anim in anims], np.int64)
+        touched = np.stack(
+            [_together(anims, running, kind)[5] for kind in DELTA_TABLES], axis=1
+        )  # (A, kinds)
+        large = np.flatnonzero(counts * touched.sum(axis=1) > EVALUATION_BUDGET)
+        if len(large):
+            a = int(large[0])
+            raise FormatError(
+                filename,
+                offsets[a],
+                f"animation of {counts[a]} keyframes × {touched[a].sum()} targets is too large to evaluate",
+            )
+        out, first = [], 0
+        size, widths = 0, np.zeros(touched.shape[1], np.int64)
+        for a in range(len(anims)):
+            grown_size, grown_widths = max(size, int(counts[a])), np.maximum(widths, touched[a])
+            if a > first and (a + 1 - first) * grown_size * int(grown_widths.sum()) > EVALUATION_BUDGET:
+                out.append(cls(model, anims[first:a], running[first:a]))
+                first, grown_size, grown_widths = a, int(counts[a]), touched[a]
+            size, widths = grown_size, grown_widths
+        if first < len(anims):
+            out.append(cls(model, anims[first:], running[first:]))
+        return out
+
+    def _found(self, kind: str):
+        """(animation, keyframe, column, delta record) of every delta of one kind (visibility: its changes
+        alone); keeps the targets of each animation (``index``, ``first``, ``touched``)."""
+        animation, kf, column, deltas, targets, touched = _together(
+            self.anims, self.running, kind, changes=kind == "visibility"
+        )
+        self.index[kind], self.touched[kind] = targets, touched
+        self.first[kind] = touched.cumsum() - touched
+        return animation, kf, column, deltas
+
+    def part(self, kind: str, i: int, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Animation ``i``'s targets of ``kind`` and its (K, U…) part of ``table``."""
+        first, touched = int(self.first[kind][i]), int(self.touched[kind][i])
+        return self.index[kind][first : first + touched], table[i, : self.counts[i], :touched]
+
+    def evaluator(self, i: int) -> Evaluator:
+        evaluator = Evaluator.__new__(Evaluator)
+        evaluator._take(self, i)
+        return evaluator
+
+
 def node_entry_rows(anim: AnimationData, running) -> np.ndarray:
     """(keyframe, float, value, tangent in, tangent out) int64 rows of the node-delta entries in file
     order, index-only filler entries left out; ``running``: the node kind's ``running_indices``."""
@@ -268,25 +338,34 @@ def node_entry_rows(anim: AnimationData, running) -> np.ndarray:
     return rows[moving]
 
 
-def _targets(index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(index, return_inverse=True)``: the targets a kind touches, and each delta's column
-    among them (in fewer calls: the arrays are small, the animations many)."""
-    ordered = np.sort(index)
+def _together(anims: list[AnimationData], running: list[dict], kind: str, changes: bool = False):
+    """Every delta of one kind of all ``anims`` (``changes``: only those with a non-zero value) as
+    (animation, keyframe, column, delta record), with the targets each animation touches, one animation's
+    after another's (each sorted: ``np.unique`` of its running indices) and how many each touches; a
+    delta's column is its target's place among its animation's."""
+    table = DELTA_TABLES[kind][0]
+    parts = [r[kind] for r in running]
+    lengths = np.array([len(part[0]) for part in parts], np.int64)
+    animation = np.arange(len(parts)).repeat(lengths)
+    kf, index, entries = (np.concatenate([part[n] for part in parts]).astype(np.int64) for n in range(3))
+    sizes = np.array([len(getattr(anim, table)) for anim in anims], np.int64)
+    deltas = np.concatenate([getattr(anim, table) for anim in anims])[
+        entries + (sizes.cumsum() - sizes)[animation]
+    ]
+    if changes:
+        keep = deltas["value"] != 0
+        animation, kf, index, deltas = animation[keep], kf[keep], index[keep], deltas[keep]
+    span = int(index.max(initial=0)) + 1
+    keys = animation * span + index
+    ordered = np.sort(keys)
     first = np.empty(len(ordered), bool)
     first[:1] = True
     first[1:] = ordered[1:] != ordered[:-1]
-    targets = ordered[first]
-    return targets, targets.searchsorted(index)
-
-
-def _vertex_deltas(count: int, running, found, deltas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The vertices a kind's deltas touch and their (K, touched, 3) sums per keyframe; ``running``:
-    the kind's ``running_indices``, ``found``: the vertices it touches and each delta's column among them."""
-    kf, _, entries = running
-    touched, column = found
-    out = np.zeros((count, len(touched), 3))
-    np.add.at(out, (kf, column), deltas["delta"][entries].astype(np.float64) * DELTA_UNIT)
-    return touched, out
+    unique = ordered[first]
+    owner = unique // span
+    touched = np.bincount(owner, minlength=len(parts))
+    column = unique.searchsorted(keys) - (touched.cumsum() - touched)[animation]
+    return animation, kf, column, deltas, unique - owner * span, touched
 
 
 def _cumulative(steps: np.ndarray) -> np.ndarray:
