@@ -80,7 +80,7 @@ def _matches(model, converter, entry, animation) -> bool:
             and all_close([animation.frame_start, animation.frame_end], [anim.start, anim.end])
         ):
             return False
-    expected, keys = converter.convert(0, entry, animation.name)
+    ((expected, keys),) = converter.convert([(0, entry, animation.name)])
 
     def keyed(channels):
         return {(c.target_kind, c.target, c.path, c.index): c for c in channels}

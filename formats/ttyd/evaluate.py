@@ -18,7 +18,8 @@ single-keyframe animation applies in full at every time. Inside a keyframe
 the index of each delta is the running sum of the index steps.
 
 Everything is vectorised over times and entries; per-keyframe sums are
-precomputed once per animation.
+precomputed once, for many animations together (``Sums``: a model has
+hundreds, each small).
 """
 
 from __future__ import annotations
@@ -53,11 +54,33 @@ class Pose:
 
 def local_time(anim: AnimationData, times) -> np.ndarray:
     """Animation time shown at each of ``times``: clamped to the start, wrapped when looping."""
-    t = np.maximum(np.asarray(times, np.float64), anim.start)
-    period = anim.end - anim.start
-    if anim.loop and period > 0:
-        t = np.where(t >= anim.end, anim.start + np.mod(t - anim.start, period), t)
-    return t
+    return _local_time(np.asarray(times, np.float64), anim.start, anim.end, anim.loop)
+
+
+def _local_time(times: np.ndarray, start, end, loop) -> np.ndarray:
+    """``local_time`` with the animation's start, end and loop once or per time."""
+    t = np.maximum(times, start)
+    period = end - start
+    wraps = np.logical_and(loop, period > 0)
+    with np.errstate(all="ignore"):  # times that do not wrap compute what they do not keep
+        wrapped = start + np.mod(t - start, np.where(wraps, period, 1.0))
+    return np.where(wraps & (t >= end), wrapped, t)
+
+
+def _applied(times: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The keyframes (at ``times``) applied in full at each local time ``t`` (a single one: always)."""
+    if len(times) <= 1:
+        return np.full(t.shape, len(times), np.int64)
+    # The first keyframe later than t is where the running maximum of the times first exceeds t.
+    return np.maximum.accumulate(times).searchsorted(t, side="right")
+
+
+def all_running_indices(anim: AnimationData) -> dict:
+    """The animation's ``running_indices`` of each kind."""
+    return {
+        kind: running_indices(anim.keyframes, kind, getattr(anim, table)["step"])
+        for kind, (table, _) in DELTA_TABLES.items()
+    }
 
 
 def hermite_weights(u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -74,11 +97,7 @@ class Evaluator:
     ):
         """``filename`` and ``offset`` (of the animation's data in the file) name the animation in errors;
         ``running``: the ``running_indices`` of each kind when they are known already."""
-        if running is None:
-            running = {
-                kind: running_indices(anim.keyframes, kind, getattr(anim, table)["step"])
-                for kind, (table, _) in DELTA_TABLES.items()
-            }
+        running = all_running_indices(anim) if running is None else running
         (sums,) = Sums.chunks(model, [anim], [running], filename, [offset])
         self._take(sums, 0)
 
@@ -98,11 +117,6 @@ class Evaluator:
             for steps in (sums.node_linear, sums.node_slope_in, sums.node_slope_out)
         )
 
-    @cached_property
-    def node_entries(self) -> np.ndarray:
-        """``node_entry_rows`` of the animation."""
-        return node_entry_rows(self.anim, self.running["node"])
-
     def columns(self, index: np.ndarray, steps: np.ndarray, wanted) -> np.ndarray:
         """``steps`` (K, U, …) spread over the ``wanted`` target indices (zero where untouched)."""
         wanted = np.asarray(wanted, np.int64)
@@ -112,27 +126,15 @@ class Evaluator:
         out[:, hit] = steps[:, at[hit]]
         return out
 
-    @cached_property
-    def _latest_times(self) -> np.ndarray:
-        """The running maximum of the keyframe times."""
-        return np.maximum.accumulate(self.times)
-
     def applied(self, times) -> np.ndarray:
         """Per time: the keyframes applied in full (``segments``' first, alone)."""
-        return self._applied(local_time(self.anim, times))
-
-    def _applied(self, t: np.ndarray) -> np.ndarray:
-        count = len(self.times)
-        if count <= 1:
-            return np.full(t.shape, count, np.int64)
-        # The first keyframe later than t is where the running maximum of the times first exceeds t.
-        return self._latest_times.searchsorted(t, side="right")
+        return _applied(self.times, local_time(self.anim, times))
 
     def segments(self, times) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per time: keyframes applied in full, the partly applied keyframe (K for none), u and duration."""
         t = local_time(self.anim, times)
         count = len(self.times)
-        following = self._applied(t)
+        following = _applied(self.times, t)
         if count <= 1:
             return following, np.full(t.shape, count, np.int64), np.zeros(t.shape), np.zeros(t.shape)
         partial = np.where((following > 0) & (following < count), following, count)
@@ -153,7 +155,7 @@ class Evaluator:
         end_weight, in_weight, out_weight = hermite_weights(u)
         return (
             m.node_floats[floats]
-            + _cumulative(hermite + linear)[full]
+            + cumulative(hermite + linear)[full]
             + end_weight[:, None] * _padded(hermite)[partial]
             + u[:, None] * _padded(linear)[partial]
             + (duration * in_weight)[:, None] * _padded(slope_in)[partial]
@@ -167,7 +169,7 @@ class Evaluator:
 
         def vertices(base, index, steps):
             out = np.broadcast_to(base.astype(np.float64), (len(times),) + base.shape).copy()
-            out[:, index] += _cumulative(steps)[full] + u[:, None, None] * _padded(steps)[partial]
+            out[:, index] += cumulative(steps)[full] + u[:, None, None] * _padded(steps)[partial]
             return out
 
         return Pose(
@@ -192,8 +194,8 @@ class Evaluator:
 
     @cached_property
     def _texture_sums(self) -> tuple[np.ndarray, np.ndarray]:
-        """``_cumulative`` frame steps and translations."""
-        return _cumulative(self.frame_steps), _cumulative(self.translate_steps)
+        """``cumulative`` frame steps and translations."""
+        return cumulative(self.frame_steps), cumulative(self.translate_steps)
 
     def visibility(self, times) -> np.ndarray:
         """``Pose.visibility`` at ``times`` alone: the last visibility set at or before each applied
@@ -210,10 +212,7 @@ class Evaluator:
 
     @cached_property
     def _latest_sets(self) -> np.ndarray:
-        """(K + 1, touched): the last visibility set at or before each count of applied keyframes (0: none)."""
-        sets = np.concatenate([np.zeros((1, len(self.visibility_index)), np.int8), self.visibility_sets])
-        latest = np.maximum.accumulate(np.where(sets != 0, np.arange(len(sets))[:, None], 0), axis=0)
-        return sets[latest, np.arange(len(self.visibility_index))]
+        return latest_sets(self.visibility_sets)
 
 
 class Sums:
@@ -274,11 +273,18 @@ class Sums:
 
     @classmethod
     def chunks(
-        cls, model: Model, anims: list[AnimationData], running: list[dict], filename: str, offsets: list[int]
+        cls,
+        model: Model,
+        anims: list[AnimationData],
+        running: list[dict],
+        filename: str,
+        offsets: list[int],
+        width: int = 0,
     ) -> list[Sums]:
-        """``Sums`` of consecutive runs of ``anims`` (each with keyframes), as many together as the padded
-        tables keep within EVALUATION_BUDGET; an animation beyond it alone is a FormatError (``offsets``:
-        of each one's data in ``filename``)."""
+        """``Sums`` of consecutive runs of ``anims`` (each with keyframes), as many together as keep their
+        padded tables, and ``width`` more cells per keyframe and animation for their caller, within
+        EVALUATION_BUDGET; an animation beyond it alone is a FormatError (``offsets``: of each one's data
+        in ``filename``)."""
         if not anims:
             return []
         counts = np.array([len(anim.keyframes) for anim in anims], np.int64)
@@ -297,7 +303,8 @@ class Sums:
         size, widths = 0, np.zeros(touched.shape[1], np.int64)
         for a in range(len(anims)):
             grown_size, grown_widths = max(size, int(counts[a])), np.maximum(widths, touched[a])
-            if a > first and (a + 1 - first) * grown_size * int(grown_widths.sum()) > EVALUATION_BUDGET:
+            cells = (a + 1 - first) * (grown_size + 1) * (int(grown_widths.sum()) + width)
+            if a > first and cells > EVALUATION_BUDGET:
                 out.append(cls(model, anims[first:a], running[first:a]))
                 first, grown_size, grown_widths = a, int(counts[a]), touched[a]
             size, widths = grown_size, grown_widths
@@ -315,6 +322,32 @@ class Sums:
         self.first[kind] = touched.cumsum() - touched
         return animation, kf, column, deltas
 
+    def targets(self, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(animation, target, column) of every target of ``kind`` each animation touches."""
+        owner = np.arange(len(self.anims)).repeat(self.touched[kind])
+        return owner, self.index[kind], np.arange(len(owner)) - self.first[kind][owner]
+
+    def column(self, kind: str, animation: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """The columns of ``targets`` of ``kind`` (each touched by its ``animation``)."""
+        owner, index, _ = self.targets(kind)
+        span = int(max(index.max(initial=0), targets.max(initial=0))) + 1
+        return (owner * span + index).searchsorted(animation * span + targets) - self.first[kind][animation]
+
+    def applied(self, animation: np.ndarray, times: np.ndarray) -> np.ndarray:
+        """``Evaluator.applied`` of each of ``times`` in its ``animation`` (the animations in order)."""
+        loop, start, end = (
+            np.array([getattr(anim, k) for anim in self.anims])[animation] for k in ("loop", "start", "end")
+        )
+        t = _local_time(times, start, end, loop)
+        full = np.empty(len(t), np.int64)
+        if not len(t):
+            return full
+        bounds = [0, *(np.flatnonzero(np.diff(animation)) + 1).tolist(), len(t)]
+        for low, high in zip(bounds[:-1], bounds[1:], strict=True):
+            a = int(animation[low])
+            full[low:high] = _applied(self.times[a, : self.counts[a]], t[low:high])
+        return full
+
     def part(self, kind: str, i: int, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Animation ``i``'s targets of ``kind`` and its (K, U…) part of ``table``."""
         first, touched = int(self.first[kind][i]), int(self.touched[kind][i])
@@ -324,6 +357,14 @@ class Sums:
         evaluator = Evaluator.__new__(Evaluator)
         evaluator._take(self, i)
         return evaluator
+
+
+def latest_sets(sets: np.ndarray) -> np.ndarray:
+    """(…, K + 1, U): the last visibility set at or before each count of applied keyframes (0: none), of
+    (…, K, U) visibility sets."""
+    sets = np.concatenate([np.zeros_like(sets[..., :1, :]), sets], axis=-2)
+    latest = np.maximum.accumulate(np.where(sets != 0, np.arange(sets.shape[-2])[:, None], 0), axis=-2)
+    return np.take_along_axis(sets, latest, axis=-2)
 
 
 def node_entry_rows(anim: AnimationData, running) -> np.ndarray:
@@ -368,9 +409,11 @@ def _together(anims: list[AnimationData], running: list[dict], kind: str, change
     return animation, kf, column, deltas, unique - owner * span, touched
 
 
-def _cumulative(steps: np.ndarray) -> np.ndarray:
-    """Sum of the first n keyframes' steps for n = 0..K."""
-    return np.concatenate([np.zeros((1,) + steps.shape[1:], steps.dtype), np.cumsum(steps, axis=0)])
+def cumulative(steps: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Sum of the first n keyframes' steps for n = 0..K (the keyframes along ``axis``)."""
+    shape = list(steps.shape)
+    shape[axis] = 1
+    return np.concatenate([np.zeros(shape, steps.dtype), np.cumsum(steps, axis=axis)], axis=axis)
 
 
 def _padded(steps: np.ndarray) -> np.ndarray:
