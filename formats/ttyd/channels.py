@@ -33,7 +33,8 @@ have no Scene counterpart: they travel with the animation's tables in its extras
 
 from __future__ import annotations
 
-from functools import cached_property
+from collections.abc import Callable
+from functools import cached_property, partial
 
 import numpy as np
 
@@ -126,12 +127,13 @@ class AnimationConverter:
             here = keyed[done : done + len(sums.anims)]
             done += len(sums.anims)
             nodes = self._node_channels(sums)
+            shapes = self._shape_keys(sums, [name for _, _, _, name in here])
             textures = self._texture_channels(sums)
             visibility = self._visibility_channels(sums)
-            for i, (at, _, _, name) in enumerate(here):
+            for i, (at, _, _, _) in enumerate(here):
                 result, shape_keys = results[at]
-                shape_keys += (keys := self._shape_keys(sums.evaluator(i), name))[0]
-                result.channels += nodes[i] + keys[1] + textures[i] + visibility[i]
+                shape_keys += shapes[i][0]
+                result.channels += nodes[i] + shapes[i][1] + textures[i] + visibility[i]
         return results
 
     def _animation(self, a, animation, name) -> Animation:
@@ -182,18 +184,17 @@ class AnimationConverter:
         )
         held = self.held & ~(moved & ~direct)
         by_group = self._direct_channels(sums, direct, touched)
+        entries = _Entries(sums)
         out = []
         for i, groups in enumerate(moved | held):
             channels, baked = [], []
-            if groups.any():
-                entries = _Entries(node_entry_rows(sums.anims[i], sums.running[i]["node"]))
             for g in np.flatnonzero(groups).tolist():
                 if direct[i, g]:
-                    channels += [_with_origin(c, entries, f, f + 1) for c, f in by_group[i, g]]
+                    channels += [_with_origin(c, entries.of(i), f, f + 1) for c, f in by_group[i, g]]
                 elif moved[i, g]:
                     baked.append(g)
                 if held[i, g]:
-                    channels += self._held_scale(sums.anims[i], g, touched[i], entries)
+                    channels += self._held_scale(sums.anims[i], g, touched[i], entries.of(i))
             if baked:
                 channels += _baked_channels(
                     self.model,
@@ -203,7 +204,7 @@ class AnimationConverter:
                     self.world,
                     self.parents,
                     self.bones,
-                    entries,
+                    entries.of(i),
                 )
             out.append(channels)
         return out
@@ -293,35 +294,43 @@ class AnimationConverter:
             channels.append(_with_origin(channel, entries, f, f + 1))
         return channels
 
-    def _shape_keys(self, evaluator, name) -> tuple[list, list[Channel]]:
-        if not evaluator.position_steps.any():
-            return [], []
-        anim = evaluator.anim
-        times = evaluator.times
-        index = evaluator.position_index
-        keys, channels = [], []
+    def _shape_keys(self, sums, names) -> list[tuple[list, list[Channel]]]:
+        """Each animation's shape keys (as (mesh index, ShapeKey) pairs) and their channels (``names``:
+        the animations')."""
+        out = [([], []) for _ in sums.anims]
+        owner, targets, column = sums.targets("position")
+        moves = (sums.position_steps[owner, :, column] != 0).any(axis=2)  # (targets, K)
         for m, mesh_name, first, count, matrix, local in self.mesh_vertices:
-            low, high = index.searchsorted([first, first + count])
-            if low == high:  # the animation moves none of its vertices
+            inside = np.flatnonzero((targets >= first) & (targets < first + count))
+            if not len(inside):  # no animation moves its vertices
                 continue
-            steps = evaluator.columns(index, evaluator.position_steps, np.arange(first, first + count))
-            for k in np.flatnonzero(steps.any(axis=(1, 2))):
-                key = f"{name}.{k}"
-                positions = apply(matrix, local + steps[k]).astype(np.float32)
-                keys.append((m, ShapeKey(key, positions, extras={"animation": name, "keyframe": int(k)})))
-                if k == 0:
-                    key_times = (
-                        np.array([times[0]]) if times[0] <= anim.start else np.array([anim.start, times[0]])
+            bounds = [0, *(np.flatnonzero(np.diff(owner[inside])) + 1).tolist(), len(inside)]
+            for low, high in zip(bounds[:-1], bounds[1:], strict=True):
+                mine = inside[low:high]
+                i = int(owner[mine[0]])
+                anim, times, name = sums.anims[i], sums.times[i], names[i]
+                keys, channels = out[i]
+                for k in np.flatnonzero(moves[mine].any(axis=0)).tolist():
+                    steps = np.zeros((count, 3))
+                    steps[targets[mine] - first] = sums.position_steps[i, k, column[mine]]
+                    key = f"{name}.{k}"
+                    positions = apply(matrix, local + steps).astype(np.float32)
+                    keys.append((m, ShapeKey(key, positions, extras={"animation": name, "keyframe": k})))
+                    if k == 0:
+                        key_times = (
+                            np.array([times[0]])
+                            if times[0] <= anim.start
+                            else np.array([anim.start, times[0]])
+                        )
+                        values = np.ones(1) if times[0] <= anim.start else np.array([0.0, 1.0])
+                        interpolation = "CONSTANT"
+                    else:
+                        key_times, values = times[k - 1 : k + 1].copy(), np.array([0.0, 1.0])
+                        interpolation = "LINEAR"
+                    channels.append(
+                        Channel("shape_key", mesh_name, key, key_times, values[:, None], interpolation)
                     )
-                    values = np.ones(1) if times[0] <= anim.start else np.array([0.0, 1.0])
-                    interpolation = "CONSTANT"
-                else:
-                    key_times, values = times[k - 1 : k + 1].copy(), np.array([0.0, 1.0])
-                    interpolation = "LINEAR"
-                channels.append(
-                    Channel("shape_key", mesh_name, key, key_times, values[:, None], interpolation)
-                )
-        return keys, channels
+        return out
 
     def _texture_channels(self, sums) -> list[list[Channel]]:
         """Each animation's material channels."""
@@ -415,28 +424,40 @@ class AnimationConverter:
 def node_entries(anim: AnimationData, floats: np.ndarray) -> list[list[int]]:
     """The node-delta entries of the given node floats as (keyframe, float, value, tangent in,
     tangent out) rows in file order (index-only filler entries left out)."""
-    rows = node_entry_rows(anim, fmt.running_indices(anim.keyframes, "node", anim.node_deltas["step"]))
+    kf, index, entries = fmt.running_indices(anim.keyframes, "node", anim.node_deltas["step"])
+    rows = node_entry_rows(anim.node_deltas[entries], kf, index)
     return rows[np.isin(rows[:, 1], floats)].tolist()
 
 
 class _Entries:
-    """An animation's ``node_entry_rows``, found by node float."""
+    """The ``node_entry_rows`` of the animations of ``sums``, found by animation and node float."""
 
-    def __init__(self, rows: np.ndarray):
-        self.rows = rows
-        self.order = np.argsort(rows[:, 1], kind="stable")
-        self.floats = rows[self.order, 1]
+    def __init__(self, sums: Sums):
+        animation, kf, column, deltas = sums.node_deltas
+        index = sums.index["node"][sums.first["node"][animation] + column]
+        rows = node_entry_rows(deltas, animation, kf, index)
+        self.rows = rows[:, 1:]
+        self.span = int(index.max(initial=0)) + 1
+        keys = rows[:, 0] * self.span + rows[:, 2]
+        self.order = np.argsort(keys, kind="stable")
+        self.keys = keys[self.order]
 
-    def between(self, first: int, end: int) -> list[list[int]]:
-        """The rows of node floats ``first`` to ``end`` − 1, in file order."""
-        low, high = self.floats.searchsorted([first, end])
+    def of(self, animation: int) -> Callable[[int, int], list[list[int]]]:
+        """``between`` for one animation."""
+        return partial(self.between, animation)
+
+    def between(self, animation: int, first: int, end: int) -> list[list[int]]:
+        """The rows of ``animation``'s node floats ``first`` to ``end`` − 1, in file order."""
+        base = animation * self.span
+        low, high = self.keys.searchsorted([base + min(first, self.span), base + min(end, self.span)])
         return self.rows[np.sort(self.order[low:high])].tolist()
 
 
-def _with_origin(channel: Channel, entries: _Entries, first: int, end: int) -> Channel:
-    """``channel`` with its origin: the node-delta entries of node floats ``first`` to ``end`` − 1."""
+def _with_origin(channel: Channel, entries, first: int, end: int) -> Channel:
+    """``channel`` with its origin: the node-delta entries of node floats ``first`` to ``end`` − 1
+    (``entries``: those of its animation, ``_Entries.of``)."""
     channel.origin = ChannelOrigin(
-        {"node_floats": [first, end], "entries": entries.between(first, end)}, keys_digest(channel)
+        {"node_floats": [first, end], "entries": entries(first, end)}, keys_digest(channel)
     )
     return channel
 

@@ -259,6 +259,7 @@ class Sums:
         last[:-1] = cells[1:] != cells[:-1]
         self.visibility_sets.ravel()[cells[last]] = deltas["value"][last]
 
+        self.node_deltas = found["node"]  # (animation, keyframe, column, delta record)
         animation, kf, column, deltas = found["node"]
         value = deltas["value"].astype(np.float64) * DELTA_UNIT
         linear = np.abs(deltas["tangent_out"].astype(np.int64)) >= LINEAR_TANGENT
@@ -367,14 +368,12 @@ def latest_sets(sets: np.ndarray) -> np.ndarray:
     return np.take_along_axis(sets, latest, axis=-2)
 
 
-def node_entry_rows(anim: AnimationData, running) -> np.ndarray:
-    """(keyframe, float, value, tangent in, tangent out) int64 rows of the node-delta entries in file
-    order, index-only filler entries left out; ``running``: the node kind's ``running_indices``."""
-    kf, index, entries = running
-    deltas = anim.node_deltas[entries]
+def node_entry_rows(deltas: np.ndarray, *columns: np.ndarray) -> np.ndarray:
+    """(*columns, value, tangent in, tangent out) int64 rows of node-delta entries in their order (the
+    ``columns`` give each one's keyframe, float…), index-only filler entries left out."""
     moving = (deltas["value"] != 0) | (deltas["tangent_in"] != 0) | (deltas["tangent_out"] != 0)
     rows = np.stack(
-        [kf, index] + [deltas[k].astype(np.int64) for k in ("value", "tangent_in", "tangent_out")], axis=1
+        [*columns] + [deltas[k].astype(np.int64) for k in ("value", "tangent_in", "tangent_out")], axis=1
     )
     return rows[moving]
 
