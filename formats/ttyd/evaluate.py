@@ -389,9 +389,12 @@ def _together(anims: list[AnimationData], running: list[dict], kind: str, change
     animation = np.arange(len(parts)).repeat(lengths)
     kf, index, entries = (np.concatenate([part[n] for part in parts]).astype(np.int64) for n in range(3))
     sizes = np.array([len(getattr(anim, table)) for anim in anims], np.int64)
-    deltas = np.concatenate([getattr(anim, table) for anim in anims])[
-        entries + (sizes.cumsum() - sizes)[animation]
-    ]
+    # Joined as bytes (in one byte order): concatenating record arrays compares their fields pair by pair.
+    dtype = getattr(anims[0], table).dtype
+    joined = np.frombuffer(
+        b"".join([getattr(a, table).astype(dtype, copy=False).tobytes() for a in anims]), dtype
+    )
+    deltas = joined[entries + (sizes.cumsum() - sizes)[animation]]
     if changes:
         keep = deltas["value"] != 0
         animation, kf, index, deltas = animation[keep], kf[keep], index[keep], deltas[keep]

@@ -152,6 +152,56 @@ def test_shape_key_texture_and_visibility_channels(scene):
     assert (walk.fps, walk.frame_start, walk.frame_end, walk.loop) == (60.0, 0.0, 20.0, True)
 
 
+def native(anim: fmt.AnimationData) -> fmt.AnimationData:
+    """The animation with its delta tables in this machine's byte order (as built in memory)."""
+    anim = copy.deepcopy(anim)
+    for table, _ in fmt.DELTA_TABLES.values():
+        setattr(anim, table, getattr(anim, table).astype(getattr(anim, table).dtype.newbyteorder("=")))
+    return anim
+
+
+def test_animations_converted_together_are_each_as_alone(model):
+    walk = model.animations[0].data
+    still = copy.deepcopy(walk)
+    still.base["loop"], still.base["start"] = 0, 5.0
+    single = copy.deepcopy(walk)
+    single.keyframes = single.keyframes[1:]  # one keyframe: applied in full at every time
+    empty = copy.deepcopy(walk)
+    empty.keyframes = empty.keyframes[:0]
+    model.animations = [
+        fmt.Animation(name, data)
+        for name, data in [
+            (b"walk", walk),
+            (b"none", None),
+            (b"native", native(walk)),
+            (b"still", still),
+            (b"single", single),
+            (b"empty", empty),
+        ]
+    ]
+    together = convert.to_scene(model)
+    for a, animation in enumerate(model.animations):
+        alone = copy.deepcopy(model)
+        alone.animations = [fmt.Animation(b"x%d" % n, None) for n in range(a)] + [animation]
+        scene = convert.to_scene(alone)
+        got, want = together.animations[a], scene.animations[a]
+        assert len(got.channels) == len(want.channels) and (a != 0 or got.channels)
+        for mine, theirs in zip(got.channels, want.channels, strict=True):
+            assert (mine.target_kind, mine.target, mine.path, mine.index) == (
+                theirs.target_kind,
+                theirs.target,
+                theirs.path,
+                theirs.index,
+            )
+            for field in ("times", "values", "handles_left", "handles_right"):
+                x, y = getattr(mine, field), getattr(theirs, field)
+                assert (x is None and y is None) or x.tobytes() == y.tobytes()
+            assert mine.origin == theirs.origin
+        keys = [k for k in together.meshes[0].shape_keys if k.extras["animation"] == got.name]
+        alone_keys = [k for k in scene.meshes[0].shape_keys if k.extras["animation"] == want.name]
+        assert [k.positions.tobytes() for k in keys] == [k.positions.tobytes() for k in alone_keys]
+
+
 def test_baked_channels_reproduce_the_node_matrices(model):
     model.node_floats[24 + 12] = 0.5  # a rotation centre: no longer one float per channel
     scene = convert.to_scene(model)
