@@ -119,9 +119,10 @@ class AnimationConverter:
             return results
         runs = [running[a] if a in running else all_running_indices(anim) for _, a, anim, _ in keyed]
         offsets = [fmt.animation_offset(self.model, a) for _, a, _, _ in keyed]
-        # What each animation's converted parts hold besides its tables: per node float, group and mesh.
-        width = len(self.model.node_floats) + self.group_floats.size + self.hidden_by.size
-        chunks = Sums.chunks(self.model, [k[2] for k in keyed], runs, self.filename, offsets, width)
+        # What the conversion holds besides the tables: per animation, its node floats' and groups'
+        # flags; per keyframe, the visibility of each group and whether each mesh is hidden.
+        widths = (len(self.model.node_floats) + 2 * self.group_floats.size, sum(self.hidden_by.shape))
+        chunks = Sums.chunks(self.model, [k[2] for k in keyed], runs, self.filename, offsets, widths)
         done = 0
         for sums in chunks:
             here = keyed[done : done + len(sums.anims)]

@@ -38,6 +38,7 @@ FPS = 60.0
 DELTA_UNIT = 1.0 / 16.0
 LINEAR_TANGENT = 89  # |tangent_out| at or above this: the game blends the node value linearly
 EVALUATION_BUDGET = 1 << 24  # keyframes × touched targets: beyond this a file is hostile, not a model
+CHUNK_CELLS = 1 << 20  # cells of the tables of the animations evaluated together (a few MB at most)
 
 
 @dataclass
@@ -280,12 +281,12 @@ class Sums:
         running: list[dict],
         filename: str,
         offsets: list[int],
-        width: int = 0,
+        widths: tuple[int, int] = (0, 0),
     ) -> list[Sums]:
         """``Sums`` of consecutive runs of ``anims`` (each with keyframes), as many together as keep their
-        padded tables, and ``width`` more cells per keyframe and animation for their caller, within
-        EVALUATION_BUDGET; an animation beyond it alone is a FormatError (``offsets``: of each one's data
-        in ``filename``)."""
+        padded tables, with the cells their caller adds (``widths``: per animation and per keyframe),
+        within CHUNK_CELLS (one animation alone may take more); an animation beyond EVALUATION_BUDGET is a
+        FormatError (``offsets``: of each one's data in ``filename``)."""
         if not anims:
             return []
         counts = np.array([len(anim.keyframes) for anim in anims], np.int64)
@@ -301,14 +302,13 @@ class Sums:
                 f"animation of {counts[a]} keyframes × {touched[a].sum()} targets is too large to evaluate",
             )
         out, first = [], 0
-        size, widths = 0, np.zeros(touched.shape[1], np.int64)
+        size, touches = 0, np.zeros(touched.shape[1], np.int64)  # the padded tables of the chunk so far
         for a in range(len(anims)):
-            grown_size, grown_widths = max(size, int(counts[a])), np.maximum(widths, touched[a])
-            cells = (a + 1 - first) * (grown_size + 1) * (int(grown_widths.sum()) + width)
-            if a > first and cells > EVALUATION_BUDGET:
+            size, touches = max(size, int(counts[a])), np.maximum(touches, touched[a])
+            cells = (a + 1 - first) * ((size + 1) * (int(touches.sum()) + widths[1]) + widths[0])
+            if a > first and cells > CHUNK_CELLS:
                 out.append(cls(model, anims[first:a], running[first:a]))
-                first, grown_size, grown_widths = a, int(counts[a]), touched[a]
-            size, widths = grown_size, grown_widths
+                first, size, touches = a, int(counts[a]), touched[a]
         if first < len(anims):
             out.append(cls(model, anims[first:], running[first:]))
         return out

@@ -160,46 +160,69 @@ def native(anim: fmt.AnimationData) -> fmt.AnimationData:
     return anim
 
 
-def test_animations_converted_together_are_each_as_alone(model):
-    walk = model.animations[0].data
+def varied(walk: fmt.AnimationData) -> list[fmt.Animation]:
+    """The fixture's walk, an entry without data, the walk with one keyframe, in this machine's byte
+    order, not looping from frame 5, and without keyframes."""
     still = copy.deepcopy(walk)
     still.base["loop"], still.base["start"] = 0, 5.0
     single = copy.deepcopy(walk)
     single.keyframes = single.keyframes[1:]  # one keyframe: applied in full at every time
     empty = copy.deepcopy(walk)
     empty.keyframes = empty.keyframes[:0]
-    model.animations = [
+    return [
         fmt.Animation(name, data)
         for name, data in [
             (b"walk", walk),
             (b"none", None),
+            (b"single", single),
             (b"native", native(walk)),
             (b"still", still),
-            (b"single", single),
             (b"empty", empty),
         ]
     ]
+
+
+def test_animations_converted_together_are_each_as_alone(model):
+    model.animations = varied(model.animations[0].data)
     together = convert.to_scene(model)
     for a, animation in enumerate(model.animations):
         alone = copy.deepcopy(model)
         alone.animations = [fmt.Animation(b"x%d" % n, None) for n in range(a)] + [animation]
-        scene = convert.to_scene(alone)
-        got, want = together.animations[a], scene.animations[a]
-        assert len(got.channels) == len(want.channels) and (a != 0 or got.channels)
-        for mine, theirs in zip(got.channels, want.channels, strict=True):
-            assert (mine.target_kind, mine.target, mine.path, mine.index) == (
-                theirs.target_kind,
-                theirs.target,
-                theirs.path,
-                theirs.index,
-            )
-            for field in ("times", "values", "handles_left", "handles_right"):
-                x, y = getattr(mine, field), getattr(theirs, field)
-                assert (x is None and y is None) or x.tobytes() == y.tobytes()
-            assert mine.origin == theirs.origin
-        keys = [k for k in together.meshes[0].shape_keys if k.extras["animation"] == got.name]
-        alone_keys = [k for k in scene.meshes[0].shape_keys if k.extras["animation"] == want.name]
-        assert [k.positions.tobytes() for k in keys] == [k.positions.tobytes() for k in alone_keys]
+        assert_same_animation(together, convert.to_scene(alone), a)
+    assert together.animations[0].channels
+
+
+def test_animations_in_several_chunks_are_as_in_one(model, monkeypatch):
+    model.animations = varied(model.animations[0].data)
+    together = convert.to_scene(model)
+    monkeypatch.setattr(evaluate, "CHUNK_CELLS", 1)  # every animation alone
+    anims = [a.data for a in model.animations if a.data is not None and len(a.data.keyframes)]
+    running = [evaluate.all_running_indices(anim) for anim in anims]
+    assert len(evaluate.Sums.chunks(model, anims, running, "", [0] * len(anims))) == len(anims)
+    chunked = convert.to_scene(model)
+    for a in range(len(model.animations)):
+        assert_same_animation(together, chunked, a)
+
+
+def assert_same_animation(scene, other, a):
+    """Animation ``a`` of both scenes has the same channels and shape keys, bit for bit."""
+    got, want = scene.animations[a], other.animations[a]
+    assert len(got.channels) == len(want.channels)
+    for mine, theirs in zip(got.channels, want.channels, strict=True):
+        assert (mine.target_kind, mine.target, mine.path, mine.index, mine.interpolation) == (
+            theirs.target_kind,
+            theirs.target,
+            theirs.path,
+            theirs.index,
+            theirs.interpolation,
+        )
+        for field in ("times", "values", "handles_left", "handles_right"):
+            x, y = getattr(mine, field), getattr(theirs, field)
+            assert (x is None and y is None) or x.tobytes() == y.tobytes()
+        assert mine.origin == theirs.origin
+    keys = [k for k in scene.meshes[0].shape_keys if k.extras["animation"] == got.name]
+    other_keys = [k for k in other.meshes[0].shape_keys if k.extras["animation"] == want.name]
+    assert [k.positions.tobytes() for k in keys] == [k.positions.tobytes() for k in other_keys]
 
 
 def test_baked_channels_reproduce_the_node_matrices(model):
