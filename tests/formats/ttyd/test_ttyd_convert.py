@@ -382,6 +382,13 @@ def test_edited_animation_is_encoded_again(scene):
     assert back.animations[0].data.unknown_records.tobytes() == bytes(range(1, 9))
 
 
+def test_values_beyond_what_deltas_hold_are_an_export_error(scene):
+    location = channels(scene)[("bone", "body", "location", 1)]
+    location.values = location.values + 1e15  # 1.3e14 entries of at most 127 sixteenths each
+    with pytest.raises(ExportError, match="delta entries"):
+        convert.from_scene(scene)
+
+
 def strip_extras(scene):
     scene = copy.deepcopy(scene)
     scene.extras = {}
