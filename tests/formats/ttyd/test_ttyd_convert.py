@@ -12,6 +12,7 @@ from retro_models.formats.errors import ExportError, FormatError
 from retro_models.formats.scene import axis_matrix, compose
 from retro_models.formats.textures import gx
 from retro_models.formats.textures import tpl as tpl_format
+from retro_models.formats.ttyd import channels as channels_module
 from retro_models.formats.ttyd import convert, evaluate
 from retro_models.formats.ttyd import model as fmt
 from retro_models.formats.ttyd.evaluate import Evaluator, local_matrices, world_matrices
@@ -380,6 +381,24 @@ def test_edited_animation_is_encoded_again(scene):
         pose.frame_offsets == original.frame_offsets
     ).all()
     assert back.animations[0].data.unknown_records.tobytes() == bytes(range(1, 9))
+
+
+def test_kept_animations_are_compared_again_after_an_edit_adds_textures(model, monkeypatch):
+    walk = model.animations[0].data
+    model.animations = [fmt.Animation(b"walk", walk), fmt.Animation(b"kept", copy.deepcopy(walk))]
+    scene = convert.to_scene(model)
+    swap = channels(scene)[("material", "body", "texture.0.image_index", None)]
+    swap.values = swap.values + 1  # images 1 and 2: image 2 has no texture entry yet
+    calls = []
+    original = channels_module.AnimationConverter.convert
+    monkeypatch.setattr(
+        channels_module.AnimationConverter, "convert", lambda self, *a: calls.append(a) or original(self, *a)
+    )
+    back, _ = convert.from_scene(scene)
+    assert len(back.textures) == 3 and [len(c[0]) for c in calls] == [2, 1]
+    kept, edited = (back.animations[n].data.texture_deltas for n in (1, 0))
+    assert all(np.array_equal(kept[f], walk.texture_deltas[f]) for f in kept.dtype.names)  # its tables kept
+    assert not np.array_equal(edited["frame_step"], walk.texture_deltas["frame_step"])
 
 
 def test_values_beyond_what_deltas_hold_are_an_export_error(scene):
