@@ -33,13 +33,14 @@ have no Scene counterpart: they travel with the animation's tables in its extras
 
 from __future__ import annotations
 
-from functools import cached_property
+from collections.abc import Callable
+from functools import cached_property, partial
 
 import numpy as np
 
 from ..scene import Animation, Channel, ChannelOrigin, ShapeKey, keys_digest
 from . import model as fmt
-from .evaluate import FPS, Evaluator, node_entry_rows, node_matrix
+from .evaluate import FPS, Sums, all_running_indices, cumulative, latest_sets, node_entry_rows, node_matrix
 from .images import texture_image
 from .materials import mapping_location
 from .matrices import apply, decompose, inverse
@@ -60,8 +61,9 @@ SLOPE_STEP = 1e-4  # frames: the one-sided difference that gives a baked key's s
 class AnimationConverter:
     """Converts the animations of one model to scene animations and shape keys. What they drive (the
     groups' node floats and bones, the meshes' vertices and visibility groups, the material slots of
-    each sampler) is worked out once here; each animation then takes a few array operations over all
-    of it rather than some per group, mesh or slot. ``filename`` names the model in errors."""
+    each sampler) is worked out once here; the animations then take a few array operations over all of
+    it, all of them together (``Sums``), rather than some per animation, group, mesh or slot; what is
+    left per animation makes its channels. ``filename`` names the model in errors."""
 
     def __init__(self, model, scene, axis, world, parents, bone_of, image_of, filename="<model>"):
         self.model, self.scene, self.axis, self.world = model, scene, axis, world
@@ -103,16 +105,47 @@ class AnimationConverter:
             out.append((m, mesh.name, first, count, matrix, local))
         return out
 
-    def convert(self, a, animation, name, running=None) -> tuple[Animation, list]:
-        """The scene animation of entry ``a`` and its shape keys as (mesh index, ShapeKey) pairs;
-        ``running``: the animation's ``running_indices`` of each kind when they are known already."""
+    def convert(self, entries, running=None) -> list[tuple[Animation, list]]:
+        """The scene animation and shape keys (as (mesh index, ShapeKey) pairs) of each of ``entries``
+        ((entry index, file animation, name)), the animations' sums worked out together (``Sums``);
+        ``running``: entry index → ``running_indices`` of each kind, for those known already."""
+        running = running or {}
+        results, keyed = [], []
+        for a, animation, name in entries:
+            results.append((self._animation(a, animation, name), []))
+            if animation.data is not None and len(animation.data.keyframes):
+                keyed.append((len(results) - 1, a, animation.data, name))
+        if not keyed:
+            return results
+        runs = [running[a] if a in running else all_running_indices(anim) for _, a, anim, _ in keyed]
+        offsets = [fmt.animation_offset(self.model, a) for _, a, _, _ in keyed]
+        # What the conversion holds besides the tables: per animation, its node floats' and groups'
+        # flags; per keyframe, the visibility of each group and whether each mesh is hidden.
+        widths = (len(self.model.node_floats) + 2 * self.group_floats.size, sum(self.hidden_by.shape))
+        chunks = Sums.chunks(self.model, [k[2] for k in keyed], runs, self.filename, offsets, widths)
+        done = 0
+        for sums in chunks:
+            here = keyed[done : done + len(sums.anims)]
+            done += len(sums.anims)
+            nodes = self._node_channels(sums)
+            shapes = self._shape_keys(sums, [name for _, _, _, name in here])
+            textures = self._texture_channels(sums)
+            visibility = self._visibility_channels(sums)
+            for i, (at, _, _, _) in enumerate(here):
+                result, shape_keys = results[at]
+                shape_keys += shapes[i][0]
+                result.channels += nodes[i] + shapes[i][1] + textures[i] + visibility[i]
+        return results
+
+    def _animation(self, a, animation, name) -> Animation:
+        """The scene animation of entry ``a`` without its channels."""
         extras = {"entry": a, "name": animation.name, "label": name}
         anim = animation.data
         if anim is None:
             extras["data"] = False
-            return Animation(name, fps=FPS, extras=extras), []
+            return Animation(name, fps=FPS, extras=extras)
         extras.update(animation_extras(anim))
-        result = Animation(
+        return Animation(
             name,
             fps=FPS,
             frame_start=anim.start,
@@ -122,116 +155,126 @@ class AnimationConverter:
             skeleton=0 if self.scene.skeletons else None,
             extras=extras,
         )
-        if not len(anim.keyframes):
-            return result, []
-        evaluator = Evaluator(self.model, anim, self.filename, fmt.animation_offset(self.model, a), running)
-        shape_keys, channels = self._shape_keys(evaluator, name)
-        result.channels += self._node_channels(evaluator)
-        result.channels += channels
-        result.channels += self._texture_channels(evaluator)
-        result.channels += self._visibility_channels(evaluator)
-        return result, shape_keys
 
-    def _node_channels(self, evaluator) -> list[Channel]:
+    def _node_channels(self, sums) -> list[list[Channel]]:
+        """Each animation's bone channels."""
+        n = len(sums.anims)
         if self.bones is None:
-            return []
-        anim, times = evaluator.anim, evaluator.times
-        touched = np.zeros(len(self.model.node_floats), bool)
-        touched[evaluator.node_index] = True
-        mine = touched[self.group_floats]
-        moved = mine.any(axis=1) | (self.compensated & touched[self.parent_scales].any(axis=1))
+            return [[] for _ in range(n)]
+        owner, targets, column = sums.targets("node")
+        touched = np.zeros((n, len(self.model.node_floats)), bool)
+        touched[owner, targets] = True
+        mine = touched[:, self.group_floats]  # (A, G, 24)
+        moved = mine.any(axis=2) | (self.compensated & touched[:, self.parent_scales].any(axis=2))
         # Direct: each moved float maps onto one channel component exactly (see the module's docstring).
-        uses_a = self.rest_a | mine[:, ROTATION_A].any(axis=1)
-        uses_b = self.rest_b | mine[:, ROTATION_B].any(axis=1)
-        first = np.zeros(len(self.model.node_floats))
-        first[evaluator.node_index] = evaluator.node_hermite[0] + evaluator.node_linear[0]
-        first_moves = first[self.group_floats].any(axis=1)
+        uses_a = self.rest_a | mine[:, :, ROTATION_A].any(axis=2)
+        uses_b = self.rest_b | mine[:, :, ROTATION_B].any(axis=2)
+        first = np.zeros(touched.shape)
+        first[owner, targets] = sums.node_hermite[owner, 0, column] + sums.node_linear[owner, 0, column]
+        first_moves = first[:, self.group_floats].any(axis=2)
+        times = sums.times
+        later = (times[:, 1:] > times[:, :-1]) | (np.arange(times.shape[1] - 1) >= sums.counts[:, None] - 1)
+        starts = np.array([anim.start for anim in sums.anims])
         direct = (
             moved
             & self.may_be_direct
-            & ~mine[:, PIVOTS].any(axis=1)
+            & ~mine[:, :, PIVOTS].any(axis=2)
             & ~(uses_a & uses_b)
-            & bool((times[1:] > times[:-1]).all())
-            & ((times[0] <= anim.start) | ~first_moves)
+            & later.all(axis=1)[:, None]
+            & ((times[:, 0] <= starts)[:, None] | ~first_moves)
         )
         held = self.held & ~(moved & ~direct)
-        entries = _Entries(evaluator.node_entries)
-        by_group = self._direct_channels(evaluator, np.flatnonzero(direct), touched, entries)
-        channels, baked = [], []
-        for g in np.flatnonzero(moved | held).tolist():
-            if direct[g]:
-                channels += by_group[g]
-            elif moved[g]:
-                baked.append(g)
-            if held[g]:
-                channels += self._held_scale(evaluator, g, touched, entries)
-        if baked:
-            channels += _baked_channels(
-                self.model, evaluator, baked, self.axis, self.world, self.parents, self.bones, entries
-            )
-        return channels
+        by_group = self._direct_channels(sums, direct, touched)
+        entries = _Entries(sums)
+        out = []
+        for i, groups in enumerate(moved | held):
+            channels, baked = [], []
+            for g in np.flatnonzero(groups).tolist():
+                if direct[i, g]:
+                    channels += [_with_origin(c, entries.of(i), f, f + 1) for c, f in by_group[i, g]]
+                elif moved[i, g]:
+                    baked.append(g)
+                if held[i, g]:
+                    channels += self._held_scale(sums.anims[i], g, touched[i], entries.of(i))
+            if baked:
+                channels += _baked_channels(
+                    self.model,
+                    sums.evaluator(i),
+                    baked,
+                    self.axis,
+                    self.world,
+                    self.parents,
+                    self.bones,
+                    entries.of(i),
+                )
+            out.append(channels)
+        return out
 
-    def _direct_channels(self, evaluator, groups, touched, entries) -> dict[int, list[Channel]]:
-        """The per-component channels of the direct ``groups``, their curves computed together."""
-        if not len(groups):
+    def _direct_channels(self, sums, direct, touched) -> dict[tuple[int, int], list[tuple[Channel, int]]]:
+        """(animation, group) → the per-component channels of each ``direct`` group (A, G) with their node
+        float, every curve computed together."""
+        pairs, groups = np.nonzero(direct)
+        if not len(pairs):
             return {}
-        doubled = self.rest_a[groups] | touched[self.group_floats[groups][:, ROTATION_A]].any(axis=1)
+        doubled = self.rest_a[groups] | touched[pairs[:, None], self.group_floats[groups][:, ROTATION_A]].any(
+            axis=1
+        )
         floats = self.nodes[groups][:, None] + np.where(doubled[:, None], DIRECT_A, DIRECT_B)
         factors = np.where(doubled[:, None], FACTORS_A, FACTORS_B)
-        moving = touched[floats]  # (groups, 9): the components the animation moves
+        moving = touched[pairs[:, None], floats]  # (pairs, 9): the components the animation moves
         floats_at, factors = floats[moving], factors[moving]
-        at = evaluator.node_index.searchsorted(floats_at)  # every moving float is a column
+        of = pairs.repeat(moving.sum(axis=1))  # each moving float's animation
+        at = sums.column("node", of, floats_at)  # every moving float is a column
         hermite, linear, slope_in, slope_out = (
-            steps[:, at]
-            for steps in (
-                evaluator.node_hermite,
-                evaluator.node_linear,
-                evaluator.node_slope_in,
-                evaluator.node_slope_out,
-            )
+            steps[of, :, at].T
+            for steps in (sums.node_hermite, sums.node_linear, sums.node_slope_in, sums.node_slope_out)
         )
-        times = evaluator.times
+        counts = sums.counts[of]
+        times = sums.times[of].T  # (K, floats)
         cumulative = np.cumsum(hermite + linear, axis=0)
-        count = len(times)
-        durations = np.diff(times)
-        # The length of the segment ending at each key.
-        lengths = np.concatenate([[durations[0] if count > 1 else 1.0], durations])
-        per_key = lengths[:, None]
+        # The length of the segment ending at each key (1 past the last).
+        lengths = np.ones(sums.times.shape)
+        lengths[:, 1:] = np.diff(sums.times, axis=1)
+        lengths[:, 0] = np.where(sums.counts > 1, lengths[:, 1 % lengths.shape[1]], 1.0)
+        lengths[np.arange(lengths.shape[1]) >= sums.counts[:, None]] = 1.0
+        per_key = lengths[of].T
         values = (self.model.node_floats[floats_at] + cumulative) * factors
         start_slope = (slope_in + linear / per_key) * factors
         end_slope = (slope_out + linear / per_key) * factors
         third = per_key / 3.0
         left, right = np.empty(values.shape + (2,)), np.empty(values.shape + (2,))
-        left[:, :, 0] = times[:, None] - third
+        left[:, :, 0] = times - third
         left[:, :, 1] = values - end_slope * third
-        right[:-1, :, 0] = times[:-1, None] + third[1:]
+        right[:-1, :, 0] = times[:-1] + third[1:]
         right[:-1, :, 1] = values[:-1] + start_slope[1:] * third[1:]
-        right[-1, :, 0] = times[-1] + third[-1]
-        right[-1, :, 1] = values[-1]
+        last, columns = counts - 1, np.arange(len(counts))
+        right[last, columns, 0] = times[last, columns] + third[last, columns]
+        right[last, columns, 1] = values[last, columns]
         left[0, :, 1] = values[0]
         out = {}
         n = 0
-        for g, components in zip(groups.tolist(), moving, strict=True):
-            out[g] = channels = []
+        for i, g, components in zip(pairs.tolist(), groups.tolist(), moving, strict=True):
+            out[i, g] = channels = []
+            count = int(sums.counts[i])
             for k in np.flatnonzero(components).tolist():
                 f = int(floats_at[n])
                 channel = Channel(
                     "bone",
                     self.bones[g],
                     DIRECT_PATHS[k],
-                    times.copy(),
-                    values[:, n, None].copy(),
+                    sums.times[i, :count].copy(),
+                    values[:count, n, None].copy(),
                     "BEZIER",
-                    left[:, n, None].copy(),
-                    right[:, n, None].copy(),
+                    left[:count, n, None].copy(),
+                    right[:count, n, None].copy(),
                     extras={"node_float": f},
                     index=k % 3,
                 )
-                channels.append(_with_origin(channel, entries, f, f + 1))
+                channels.append((channel, f))
                 n += 1
         return out
 
-    def _held_scale(self, evaluator, g, touched, entries) -> list[Channel]:
+    def _held_scale(self, anim, g, touched, entries) -> list[Channel]:
         """One key of each scale component the animation does not move (``skeleton.scale_in_pose``: the
         rest does not show it)."""
         node = int(self.nodes[g])
@@ -243,7 +286,7 @@ class AnimationConverter:
                 "bone",
                 self.bones[g],
                 "scale",
-                np.array([evaluator.anim.start]),
+                np.array([anim.start]),
                 value,
                 "CONSTANT",
                 extras={"node_float": f},
@@ -252,132 +295,189 @@ class AnimationConverter:
             channels.append(_with_origin(channel, entries, f, f + 1))
         return channels
 
-    def _shape_keys(self, evaluator, name) -> tuple[list, list[Channel]]:
-        if not evaluator.position_steps.any():
-            return [], []
-        anim = evaluator.anim
-        times = evaluator.times
-        index = evaluator.position_index
-        keys, channels = [], []
+    def _shape_keys(self, sums, names) -> list[tuple[list, list[Channel]]]:
+        """Each animation's shape keys (as (mesh index, ShapeKey) pairs) and their channels (``names``:
+        the animations')."""
+        out = [([], []) for _ in sums.anims]
+        owner, targets, column = sums.targets("position")
+        moves = (sums.position_steps[owner, :, column] != 0).any(axis=2)  # (targets, K)
         for m, mesh_name, first, count, matrix, local in self.mesh_vertices:
-            low, high = index.searchsorted([first, first + count])
-            if low == high:  # the animation moves none of its vertices
+            inside = np.flatnonzero((targets >= first) & (targets < first + count))
+            if not len(inside):  # no animation moves its vertices
                 continue
-            steps = evaluator.columns(index, evaluator.position_steps, np.arange(first, first + count))
-            for k in np.flatnonzero(steps.any(axis=(1, 2))):
-                key = f"{name}.{k}"
-                positions = apply(matrix, local + steps[k]).astype(np.float32)
-                keys.append((m, ShapeKey(key, positions, extras={"animation": name, "keyframe": int(k)})))
-                if k == 0:
-                    key_times = (
-                        np.array([times[0]]) if times[0] <= anim.start else np.array([anim.start, times[0]])
-                    )
-                    values = np.ones(1) if times[0] <= anim.start else np.array([0.0, 1.0])
-                    interpolation = "CONSTANT"
-                else:
-                    key_times, values = times[k - 1 : k + 1].copy(), np.array([0.0, 1.0])
-                    interpolation = "LINEAR"
-                channels.append(
-                    Channel("shape_key", mesh_name, key, key_times, values[:, None], interpolation)
-                )
-        return keys, channels
-
-    def _texture_channels(self, evaluator) -> list[Channel]:
-        changed = (evaluator.frame_steps != 0) | (evaluator.translate_steps != 0).any(axis=2)  # (K, touched)
-        if not changed.any():
-            return []
-        model = self.model
-        # Transforms no sampler uses, or that no material slot shows: nothing the game draws moves.
-        columns = [
-            column
-            for column in np.flatnonzero(changed.any(axis=0)).tolist()
-            if int(evaluator.texture_index[column]) < len(model.samplers)
-            and self.slots.get(int(evaluator.texture_index[column]))
-        ]
-        if not columns:
-            return []
-        step_times = [_step_times(evaluator, changed[:, column]) for column in columns]
-        # Every column's times at once.
-        frame_offsets, translate = evaluator.textures(np.concatenate(step_times))
-        channels = []
-        end = 0
-        for column, times in zip(columns, step_times, strict=True):
-            x = int(evaluator.texture_index[column])
-            rows = slice(end, end + len(times))
-            end += len(times)
-            transform = model.texcoord_transforms[x]
-            location = mapping_location(translate[rows, x], transform["scale"], transform["rotate"])
-            images = self.image_of(texture_image(model, x, frame_offsets[rows, x])).astype(np.float64)
-            for material, j in self.slots[x]:
-                for path, values in (("translate", location), ("image_index", images[:, None])):
+            bounds = [0, *(np.flatnonzero(np.diff(owner[inside])) + 1).tolist(), len(inside)]
+            for low, high in zip(bounds[:-1], bounds[1:], strict=True):
+                mine = inside[low:high]
+                i = int(owner[mine[0]])
+                anim, times, name = sums.anims[i], sums.times[i], names[i]
+                keys, channels = out[i]
+                for k in np.flatnonzero(moves[mine].any(axis=0)).tolist():
+                    steps = np.zeros((count, 3))
+                    steps[targets[mine] - first] = sums.position_steps[i, k, column[mine]]
+                    key = f"{name}.{k}"
+                    positions = apply(matrix, local + steps).astype(np.float32)
+                    keys.append((m, ShapeKey(key, positions, extras={"animation": name, "keyframe": k})))
+                    if k == 0:
+                        key_times = (
+                            np.array([times[0]])
+                            if times[0] <= anim.start
+                            else np.array([anim.start, times[0]])
+                        )
+                        values = np.ones(1) if times[0] <= anim.start else np.array([0.0, 1.0])
+                        interpolation = "CONSTANT"
+                    else:
+                        key_times, values = times[k - 1 : k + 1].copy(), np.array([0.0, 1.0])
+                        interpolation = "LINEAR"
                     channels.append(
-                        Channel("material", material, f"texture.{j}.{path}", times.copy(), values, "CONSTANT")
+                        Channel("shape_key", mesh_name, key, key_times, values[:, None], interpolation)
                     )
-        return channels
+        return out
 
-    def _visibility_channels(self, evaluator) -> list[Channel]:
-        changed = evaluator.visibility_sets != 0
-        if not changed.any():
-            return []
-        times = _step_times(evaluator, changed.any(axis=1))
-        touched = np.zeros(len(self.model.visibility), bool)
-        touched[evaluator.visibility_index[changed.any(axis=0)]] = True
-        meshes = np.flatnonzero(self.hidden_by[:, touched].any(axis=1))
-        if not len(meshes):
-            return []
-        hidden = self.hidden_by[meshes] @ ~evaluator.visibility(times).T  # (meshes, T): any group hidden
-        return [
-            Channel(
-                "object",
-                self.scene.meshes[m].name,
-                "hide",
-                times.copy(),
-                row.astype(np.float64)[:, None],
-                "CONSTANT",
-            )
-            for m, row in zip(meshes.tolist(), hidden, strict=True)
+    def _texture_channels(self, sums) -> list[list[Channel]]:
+        """Each animation's material channels."""
+        out = [[] for _ in sums.anims]
+        model = self.model
+        owner, targets, column = sums.targets("texture")
+        changed = (sums.frame_steps != 0) | (sums.translate_steps != 0).any(axis=3)  # (A, K, U)
+        moves = changed[owner, :, column].any(axis=1)
+        # Transforms no sampler uses, or that no material slot shows: nothing the game draws moves.
+        shown = [
+            t
+            for t in np.flatnonzero(moves).tolist()
+            if int(targets[t]) < len(model.samplers) and self.slots.get(int(targets[t]))
         ]
+        if not shown:
+            return out
+        of, columns, transforms = owner[shown], column[shown], targets[shown]
+        times, row_of = _step_times(sums, of, changed[of, :, columns])  # every shown column's, together
+        of_row, column_row, x = of[row_of], columns[row_of], transforms[row_of]
+        full = sums.applied(of_row, times)
+        table = model.texcoord_transforms
+        frames = (
+            table["frame_offset"].astype(np.int64)[x]
+            + cumulative(sums.frame_steps, 1)[of_row, full, column_row]
+        )
+        translate = (
+            table["translate"].astype(np.float64)[x]
+            + cumulative(sums.translate_steps, 1)[of_row, full, column_row]
+        )
+        location = mapping_location(translate, table["scale"][x], table["rotate"][x])
+        images = self.image_of(texture_image(model, x, frames & 0xFF)).astype(np.float64)
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(row_of, minlength=len(shown)))]).tolist()
+        for p, (i, transform) in enumerate(zip(of.tolist(), transforms.tolist(), strict=True)):
+            rows = slice(bounds[p], bounds[p + 1])
+            for material, j in self.slots[transform]:
+                for path, values in (("translate", location[rows]), ("image_index", images[rows, None])):
+                    out[i].append(
+                        Channel(
+                            "material",
+                            material,
+                            f"texture.{j}.{path}",
+                            times[rows].copy(),
+                            values,
+                            "CONSTANT",
+                        )
+                    )
+        return out
+
+    def _visibility_channels(self, sums) -> list[list[Channel]]:
+        """Each animation's object channels."""
+        out = [[] for _ in sums.anims]
+        owner, targets, column = sums.targets("visibility")
+        changed = sums.visibility_sets != 0  # (A, K, U)
+        touched = np.zeros((len(sums.anims), self.hidden_by.shape[1]), bool)
+        hit = changed[owner, :, column].any(axis=1)
+        touched[owner[hit], targets[hit]] = True
+        meshes = self.hidden_by @ touched.T  # (M, A): the meshes each animation may hide
+        animations = np.flatnonzero(meshes.any(axis=0))
+        if not len(animations):
+            return out
+        times, row_of = _step_times(sums, animations, changed[animations].any(axis=2))
+        of_row = animations[row_of]
+        full = sums.applied(of_row, times)
+        chosen = latest_sets(sums.visibility_sets)[of_row, full]  # (rows, U)
+        # Each row's animation's targets: (row, column, group) triples.
+        counts = sums.touched["visibility"][of_row]
+        rows = np.arange(len(times)).repeat(counts)
+        columns = np.arange(len(rows)) - (counts.cumsum() - counts)[rows]
+        groups = sums.index["visibility"][sums.first["visibility"][of_row[rows]] + columns]
+        visible = np.repeat((self.model.visibility != 0)[None], len(times), 0)
+        value = chosen[rows, columns]
+        visible[rows, groups] = np.where(value != 0, value > 0, visible[rows, groups])
+        hidden = self.hidden_by @ ~visible.T  # (M, rows): any group hidden
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(row_of, minlength=len(animations)))]).tolist()
+        for p, i in enumerate(animations.tolist()):
+            at = slice(bounds[p], bounds[p + 1])
+            out[i] = [
+                Channel(
+                    "object",
+                    self.scene.meshes[m].name,
+                    "hide",
+                    times[at].copy(),
+                    hidden[m, at].astype(np.float64)[:, None],
+                    "CONSTANT",
+                )
+                for m in np.flatnonzero(meshes[:, i]).tolist()
+            ]
+        return out
 
 
 def node_entries(anim: AnimationData, floats: np.ndarray) -> list[list[int]]:
     """The node-delta entries of the given node floats as (keyframe, float, value, tangent in,
     tangent out) rows in file order (index-only filler entries left out)."""
-    rows = node_entry_rows(anim, fmt.running_indices(anim.keyframes, "node", anim.node_deltas["step"]))
+    kf, index, entries = fmt.running_indices(anim.keyframes, "node", anim.node_deltas["step"])
+    rows = node_entry_rows(anim.node_deltas[entries], kf, index)
     return rows[np.isin(rows[:, 1], floats)].tolist()
 
 
 class _Entries:
-    """An animation's ``node_entry_rows``, found by node float."""
+    """The ``node_entry_rows`` of the animations of ``sums``, found by animation and node float."""
 
-    def __init__(self, rows: np.ndarray):
-        self.rows = rows
-        self.order = np.argsort(rows[:, 1], kind="stable")
-        self.floats = rows[self.order, 1]
+    def __init__(self, sums: Sums):
+        animation, kf, column, deltas = sums.node_deltas
+        index = sums.index["node"][sums.first["node"][animation] + column]
+        rows = node_entry_rows(deltas, animation, kf, index)
+        self.rows = rows[:, 1:]
+        self.span = int(index.max(initial=0)) + 1
+        keys = rows[:, 0] * self.span + rows[:, 2]
+        self.order = np.argsort(keys, kind="stable")
+        self.keys = keys[self.order]
 
-    def between(self, first: int, end: int) -> list[list[int]]:
-        """The rows of node floats ``first`` to ``end`` − 1, in file order."""
-        low, high = self.floats.searchsorted([first, end])
+    def of(self, animation: int) -> Callable[[int, int], list[list[int]]]:
+        """``between`` for one animation."""
+        return partial(self.between, animation)
+
+    def between(self, animation: int, first: int, end: int) -> list[list[int]]:
+        """The rows of ``animation``'s node floats ``first`` to ``end`` − 1, in file order."""
+        base = animation * self.span
+        low, high = self.keys.searchsorted([base + min(first, self.span), base + min(end, self.span)])
         return self.rows[np.sort(self.order[low:high])].tolist()
 
 
-def _with_origin(channel: Channel, entries: _Entries, first: int, end: int) -> Channel:
-    """``channel`` with its origin: the node-delta entries of node floats ``first`` to ``end`` − 1."""
+def _with_origin(channel: Channel, entries, first: int, end: int) -> Channel:
+    """``channel`` with its origin: the node-delta entries of node floats ``first`` to ``end`` − 1
+    (``entries``: those of its animation, ``_Entries.of``)."""
     channel.origin = ChannelOrigin(
-        {"node_floats": [first, end], "entries": entries.between(first, end)}, keys_digest(channel)
+        {"node_floats": [first, end], "entries": entries(first, end)}, keys_digest(channel)
     )
     return channel
 
 
-def _step_times(evaluator: Evaluator, changed: np.ndarray) -> np.ndarray:
-    """The start and the times of the keyframes flagged in ``changed`` (K,), clamped to the start, sorted
-    without repeats (``np.unique``'s, NaN once; it costs more than the work on these few times)."""
-    start = evaluator.anim.start
-    times = np.sort(np.maximum(np.concatenate([[start], evaluator.times[changed]]), start))
+def _step_times(sums: Sums, animations: np.ndarray, changed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of ``changed`` (R, K), keyframes flagged in animation ``animations[row]``: its start and
+    the flagged keyframes' times, clamped to the start, sorted without repeats (``np.unique``'s, NaN once),
+    all rows' one after another; and each time's row."""
+    starts = np.array([anim.start for anim in sums.anims])[animations]
+    flagged, keyframes = np.nonzero(changed)
+    rows = np.concatenate([np.arange(len(animations)), flagged])
+    times = np.maximum(np.concatenate([starts, sums.times[animations[flagged], keyframes]]), starts[rows])
+    order = np.lexsort((times, rows))  # stable: a row's start, then its keyframes in order, as np.sort
+    times, rows = times[order], rows[order]
     nan = np.isnan(times)
     keep = np.empty(len(times), bool)
     keep[:1] = True
-    keep[1:] = (times[1:] != times[:-1]) & ~(nan[1:] & nan[:-1])
-    return times[keep]
+    keep[1:] = (rows[1:] != rows[:-1]) | ((times[1:] != times[:-1]) & ~(nan[1:] & nan[:-1]))
+    return times[keep], rows[keep]
 
 
 def bake_times(anim: AnimationData, keyframe_times: np.ndarray) -> np.ndarray:

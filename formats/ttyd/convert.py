@@ -98,8 +98,8 @@ def to_scene(
 
     animation_names = unique_names([text(a.name) for a in model.animations])
     converter = AnimationConverter(model, scene, axis, world, parents, bone_of, image_of, filename)
-    for a, animation in enumerate(model.animations):
-        result, shape_keys = converter.convert(a, animation, animation_names[a], running.get(a))
+    entries = list(zip(range(len(model.animations)), model.animations, animation_names, strict=True))
+    for result, shape_keys in converter.convert(entries, running):
         scene.animations.append(result)
         for m, key in shape_keys:
             scene.meshes[m].shape_keys.append(key)

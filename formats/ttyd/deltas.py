@@ -26,6 +26,7 @@ from .tables import stored_animation
 
 ROTATION_B = slice(9, 12)  # the node floats of the rotation written from whole-transform channels
 ELEMENT_PATHS = {"location": 0, "scale": 3}  # first node float of per-component channels
+MAX_ENTRIES = 1 << 24  # delta entries of one table: beyond this no animation, only values out of reach
 
 
 def sample_channel(channel: Channel, times: np.ndarray) -> np.ndarray:
@@ -47,40 +48,57 @@ def animations_from_scene(model, scene, axis, parents, world, group_of_bone, reb
     )
     bone_of = np.full(len(model.groups), -1, np.int64)
     bone_of[group_of_bone] = np.arange(len(group_of_bone))
-    converter = None  # made for the first kept animation to compare with (the model's groups stay put)
-    model.animations = []
+    entries = []  # (scene animation, file entry, whether its kept tables may still show it; None: no data)
     for i in order:
         animation = scene.animations[i]
         extras = animation.extras
         name = raw_name(animation.name, extras)
         if extras.get("data") is False and not animation.channels:
-            model.animations.append(fmt.Animation(name, None))
+            entries.append((animation, fmt.Animation(name, None), None))
             continue
-        stored = stored_animation(extras)
-        entry = fmt.Animation(name, stored)
-        if stored is not None and not rebuilt and converter is None:
-            converter = AnimationConverter(model, scene, axis, world, parents, bone_of, image_lookup(scene))
-        if stored is None or rebuilt or not _matches(model, converter, entry, animation):
+        entry = fmt.Animation(name, stored_animation(extras))
+        kept = entry.data is not None and not rebuilt and _may_match(model, entry, animation)
+        entries.append((animation, entry, kept))
+    kept_ones = [n for n, (_, _, kept) in enumerate(entries) if kept]
+    converter = None  # made for the first kept animation to compare with (the model's groups stay put)
+    expected, textures = {}, -1
+    model.animations = []
+    for n, (animation, entry, kept) in enumerate(entries):
+        if kept and len(model.textures) != textures:
+            # The kept animations from here on, converted together with the model's textures as they are
+            # now (an animation encoded again may add some, which the texture swaps then show).
+            if converter is None:
+                converter = AnimationConverter(
+                    model, scene, axis, world, parents, bone_of, image_lookup(scene)
+                )
+            textures = len(model.textures)
+            rest = [k for k in kept_ones if k >= n]
+            converted = converter.convert([(k, entries[k][1], entries[k][0].name) for k in rest])
+            expected.update(zip(rest, converted, strict=True))
+        if kept is not None and not (kept and _matches(converter, animation, *expected[n])):
             entry.data = _encode_animation(
-                model, scene, animation, stored, axis, world, parents, group_of_bone, *mapping
+                model, scene, animation, entry.data, axis, world, parents, group_of_bone, *mapping
             )
         model.animations.append(entry)
 
 
-def _matches(model, converter, entry, animation) -> bool:
-    """Whether the scene animation still shows exactly what the kept tables encode."""
+def _may_match(model, entry, animation) -> bool:
+    """Whether the kept tables are valid for the model and play the scene animation's frame range."""
     anim = entry.data
     try:
         fmt.validate_animation(model, entry)
     except ValueError:
         return False
     if (animation.loop, animation.frame_start, animation.frame_end) != (anim.loop, anim.start, anim.end):
-        if not (
-            animation.loop == anim.loop
-            and all_close([animation.frame_start, animation.frame_end], [anim.start, anim.end])
-        ):
-            return False
-    expected, keys = converter.convert(0, entry, animation.name)
+        return animation.loop == anim.loop and all_close(
+            [animation.frame_start, animation.frame_end], [anim.start, anim.end]
+        )
+    return True
+
+
+def _matches(converter, animation, expected, keys) -> bool:
+    """Whether the scene animation still shows exactly what the kept tables encode: ``expected`` and its
+    shape ``keys``, as ``converter`` converts them."""
 
     def keyed(channels):
         return {(c.target_kind, c.target, c.path, c.index): c for c in channels}
@@ -120,6 +138,7 @@ def _pack(kf: np.ndarray, index: np.ndarray, values: np.ndarray, count: int) -> 
     order = np.lexsort((index, kf))
     kf, index, values = kf[order], index[order], values[order]
     parts = np.maximum(1, -(-np.abs(values).max(axis=1, initial=0) // 127))
+    _check_entries(parts)
     row = np.repeat(np.arange(len(kf)), parts)
     within = np.arange(len(row)) - np.repeat(np.cumsum(parts) - parts, parts)
     remaining = np.abs(values[row]) - 127 * within[:, None]
@@ -130,6 +149,7 @@ def _pack(kf: np.ndarray, index: np.ndarray, values: np.ndarray, count: int) -> 
     step = index - np.where(new_keyframe, 0, previous)
     fillers = np.maximum(0, (step - 1) // 255)
     total = fillers + 1
+    _check_entries(total)
     out_row = np.repeat(np.arange(len(kf)), total)
     position = np.arange(len(out_row)) - np.repeat(np.cumsum(total) - total, total)
     is_entry = position == fillers[out_row]
@@ -140,6 +160,13 @@ def _pack(kf: np.ndarray, index: np.ndarray, values: np.ndarray, count: int) -> 
     firsts = np.cumsum(counts) - counts
     source = np.where(is_entry & first_part[out_row], order[row][out_row], -1)
     return firsts, counts, steps, out_values, source
+
+
+def _check_entries(counts: np.ndarray) -> None:
+    """An ExportError when the entries ``counts`` make are more than a table holds (``MAX_ENTRIES``)."""
+    total = counts.sum(dtype=np.float64)
+    if total > MAX_ENTRIES:
+        raise ExportError(f"animation values too far apart to encode: {total:.0f} delta entries")
 
 
 def _slopes(channel: Channel, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -18,7 +18,8 @@ single-keyframe animation applies in full at every time. Inside a keyframe
 the index of each delta is the running sum of the index steps.
 
 Everything is vectorised over times and entries; per-keyframe sums are
-precomputed once per animation.
+precomputed once, for many animations together (``Sums``: a model has
+hundreds, each small).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ FPS = 60.0
 DELTA_UNIT = 1.0 / 16.0
 LINEAR_TANGENT = 89  # |tangent_out| at or above this: the game blends the node value linearly
 EVALUATION_BUDGET = 1 << 24  # keyframes × touched targets: beyond this a file is hostile, not a model
+CHUNK_CELLS = 1 << 20  # cells of the tables of the animations evaluated together (a few MB at most)
 
 
 @dataclass
@@ -53,11 +55,33 @@ class Pose:
 
 def local_time(anim: AnimationData, times) -> np.ndarray:
     """Animation time shown at each of ``times``: clamped to the start, wrapped when looping."""
-    t = np.maximum(np.asarray(times, np.float64), anim.start)
-    period = anim.end - anim.start
-    if anim.loop and period > 0:
-        t = np.where(t >= anim.end, anim.start + np.mod(t - anim.start, period), t)
-    return t
+    return _local_time(np.asarray(times, np.float64), anim.start, anim.end, anim.loop)
+
+
+def _local_time(times: np.ndarray, start, end, loop) -> np.ndarray:
+    """``local_time`` with the animation's start, end and loop once or per time."""
+    t = np.maximum(times, start)
+    period = end - start
+    wraps = np.logical_and(loop, period > 0)
+    with np.errstate(all="ignore"):  # times that do not wrap compute what they do not keep
+        wrapped = start + np.mod(t - start, np.where(wraps, period, 1.0))
+    return np.where(wraps & (t >= end), wrapped, t)
+
+
+def _applied(times: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The keyframes (at ``times``) applied in full at each local time ``t`` (a single one: always)."""
+    if len(times) <= 1:
+        return np.full(t.shape, len(times), np.int64)
+    # The first keyframe later than t is where the running maximum of the times first exceeds t.
+    return np.maximum.accumulate(times).searchsorted(t, side="right")
+
+
+def all_running_indices(anim: AnimationData) -> dict:
+    """The animation's ``running_indices`` of each kind."""
+    return {
+        kind: running_indices(anim.keyframes, kind, getattr(anim, table)["step"])
+        for kind, (table, _) in DELTA_TABLES.items()
+    }
 
 
 def hermite_weights(u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -74,74 +98,25 @@ class Evaluator:
     ):
         """``filename`` and ``offset`` (of the animation's data in the file) name the animation in errors;
         ``running``: the ``running_indices`` of each kind when they are known already."""
-        self.model, self.anim = model, anim
-        keys = anim.keyframes
-        self.times = keys["time"].astype(np.float64)
-        count = len(keys)
-        if running is None:
-            running = {
-                kind: running_indices(keys, kind, getattr(anim, table)["step"])
-                for kind, (table, _) in DELTA_TABLES.items()
-            }
-        self.running = running  # ``running_indices`` of each kind
-        # The targets each kind touches, and each delta's column among them.
-        found = {kind: _targets(index) for kind, (_, index, _) in running.items()}
-        touched = sum(len(targets) for targets, _ in found.values())
-        if count * touched > EVALUATION_BUDGET:
-            raise FormatError(
-                filename,
-                offset,
-                f"animation of {count} keyframes × {touched} targets is too large to evaluate",
-            )
+        running = all_running_indices(anim) if running is None else running
+        (sums,) = Sums.chunks(model, [anim], [running], filename, [offset])
+        self._take(sums, 0)
 
-        self.position_index, self.position_steps = _vertex_deltas(
-            count, running["position"], found["position"], anim.position_deltas
+    def _take(self, sums: Sums, i: int) -> None:
+        """Animation ``i`` of ``sums``: its rows and columns of the padded tables."""
+        self.model, self.anim, self.running = sums.model, sums.anims[i], sums.running[i]
+        count = int(sums.counts[i])
+        self.times = sums.times[i, :count]
+        self.position_index, self.position_steps = sums.part("position", i, sums.position_steps)
+        self.normal_index, self.normal_steps = sums.part("normal", i, sums.normal_steps)
+        self.texture_index, self.frame_steps = sums.part("texture", i, sums.frame_steps)
+        _, self.translate_steps = sums.part("texture", i, sums.translate_steps)
+        self.visibility_index, self.visibility_sets = sums.part("visibility", i, sums.visibility_sets)
+        self.node_index, self.node_hermite = sums.part("node", i, sums.node_hermite)
+        self.node_linear, self.node_slope_in, self.node_slope_out = (
+            sums.part("node", i, steps)[1]
+            for steps in (sums.node_linear, sums.node_slope_in, sums.node_slope_out)
         )
-        self.normal_index, self.normal_steps = _vertex_deltas(
-            count, running["normal"], found["normal"], anim.normal_deltas
-        )
-
-        kf, _, entries = running["texture"]
-        self.texture_index, column = found["texture"]
-        self.frame_steps = np.zeros((count, len(self.texture_index)), np.int64)
-        self.translate_steps = np.zeros((count, len(self.texture_index), 2))
-        np.add.at(self.frame_steps, (kf, column), anim.texture_deltas["frame_step"][entries])
-        translate = anim.texture_deltas["translate"][entries].astype(np.float64)
-        np.add.at(self.translate_steps, (kf, column), translate)
-
-        kf, index, entries = running["visibility"]
-        value = anim.visibility_deltas["value"][entries]
-        changes = value != 0
-        kf, index, value = kf[changes], index[changes], value[changes]
-        self.visibility_index, column = _targets(index)
-        self.visibility_sets = np.zeros((count, len(self.visibility_index)), np.int8)
-        # Later entries win: keep only each (keyframe, index)'s last change. Indices only grow inside a
-        # keyframe (their steps are unsigned), so the cells come in order and repeats are neighbours.
-        cells = kf * len(self.visibility_index) + column
-        last = np.empty(len(cells), bool)
-        last[-1:] = True
-        last[:-1] = cells[1:] != cells[:-1]
-        self.visibility_sets.ravel()[cells[last]] = value[last]
-
-        kf, _, entries = running["node"]
-        self.node_index, column = found["node"]
-        deltas = anim.node_deltas[entries]
-        value = deltas["value"].astype(np.float64) * DELTA_UNIT
-        linear = np.abs(deltas["tangent_out"].astype(np.int64)) >= LINEAR_TANGENT
-        hermite = ~linear
-        shape = (count, len(self.node_index))
-        self.node_hermite, self.node_linear = np.zeros(shape), np.zeros(shape)
-        self.node_slope_in, self.node_slope_out = np.zeros(shape), np.zeros(shape)
-        np.add.at(self.node_hermite, (kf[hermite], column[hermite]), value[hermite])
-        np.add.at(self.node_linear, (kf[linear], column[linear]), value[linear])
-        for slopes, key in ((self.node_slope_in, "tangent_in"), (self.node_slope_out, "tangent_out")):
-            degrees = deltas[key][hermite].astype(np.float64)
-            np.add.at(slopes, (kf[hermite], column[hermite]), np.tan(np.radians(degrees)))
-
-    @cached_property
-    def node_entries(self) -> np.ndarray:
-        """``node_entry_rows`` of the animation."""
-        return node_entry_rows(self.anim, self.running["node"])
 
     def columns(self, index: np.ndarray, steps: np.ndarray, wanted) -> np.ndarray:
         """``steps`` (K, U, …) spread over the ``wanted`` target indices (zero where untouched)."""
@@ -152,27 +127,15 @@ class Evaluator:
         out[:, hit] = steps[:, at[hit]]
         return out
 
-    @cached_property
-    def _latest_times(self) -> np.ndarray:
-        """The running maximum of the keyframe times."""
-        return np.maximum.accumulate(self.times)
-
     def applied(self, times) -> np.ndarray:
         """Per time: the keyframes applied in full (``segments``' first, alone)."""
-        return self._applied(local_time(self.anim, times))
-
-    def _applied(self, t: np.ndarray) -> np.ndarray:
-        count = len(self.times)
-        if count <= 1:
-            return np.full(t.shape, count, np.int64)
-        # The first keyframe later than t is where the running maximum of the times first exceeds t.
-        return self._latest_times.searchsorted(t, side="right")
+        return _applied(self.times, local_time(self.anim, times))
 
     def segments(self, times) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per time: keyframes applied in full, the partly applied keyframe (K for none), u and duration."""
         t = local_time(self.anim, times)
         count = len(self.times)
-        following = self._applied(t)
+        following = _applied(self.times, t)
         if count <= 1:
             return following, np.full(t.shape, count, np.int64), np.zeros(t.shape), np.zeros(t.shape)
         partial = np.where((following > 0) & (following < count), following, count)
@@ -193,7 +156,7 @@ class Evaluator:
         end_weight, in_weight, out_weight = hermite_weights(u)
         return (
             m.node_floats[floats]
-            + _cumulative(hermite + linear)[full]
+            + cumulative(hermite + linear)[full]
             + end_weight[:, None] * _padded(hermite)[partial]
             + u[:, None] * _padded(linear)[partial]
             + (duration * in_weight)[:, None] * _padded(slope_in)[partial]
@@ -207,7 +170,7 @@ class Evaluator:
 
         def vertices(base, index, steps):
             out = np.broadcast_to(base.astype(np.float64), (len(times),) + base.shape).copy()
-            out[:, index] += _cumulative(steps)[full] + u[:, None, None] * _padded(steps)[partial]
+            out[:, index] += cumulative(steps)[full] + u[:, None, None] * _padded(steps)[partial]
             return out
 
         return Pose(
@@ -232,8 +195,8 @@ class Evaluator:
 
     @cached_property
     def _texture_sums(self) -> tuple[np.ndarray, np.ndarray]:
-        """``_cumulative`` frame steps and translations."""
-        return _cumulative(self.frame_steps), _cumulative(self.translate_steps)
+        """``cumulative`` frame steps and translations."""
+        return cumulative(self.frame_steps), cumulative(self.translate_steps)
 
     def visibility(self, times) -> np.ndarray:
         """``Pose.visibility`` at ``times`` alone: the last visibility set at or before each applied
@@ -250,48 +213,209 @@ class Evaluator:
 
     @cached_property
     def _latest_sets(self) -> np.ndarray:
-        """(K + 1, touched): the last visibility set at or before each count of applied keyframes (0: none)."""
-        sets = np.concatenate([np.zeros((1, len(self.visibility_index)), np.int8), self.visibility_sets])
-        latest = np.maximum.accumulate(np.where(sets != 0, np.arange(len(sets))[:, None], 0), axis=0)
-        return sets[latest, np.arange(len(self.visibility_index))]
+        return latest_sets(self.visibility_sets)
 
 
-def node_entry_rows(anim: AnimationData, running) -> np.ndarray:
-    """(keyframe, float, value, tangent in, tangent out) int64 rows of the node-delta entries in file
-    order, index-only filler entries left out; ``running``: the node kind's ``running_indices``."""
-    kf, index, entries = running
-    deltas = anim.node_deltas[entries]
+class Sums:
+    """Per-keyframe sums of the deltas of several animations, worked out together: (A, K, U…) tables
+    padded with zeros to the most keyframes (K) and touched targets of each kind (U) of any of them.
+    The targets of animation i and kind k are ``index[k][first[k][i] : first[k][i] + touched[k][i]]``
+    (sorted), its columns the first ``touched[k][i]`` of the tables; ``evaluator(i)`` is its Evaluator."""
+
+    def __init__(self, model: Model, anims: list[AnimationData], running: list[dict]):
+        self.model, self.anims, self.running = model, anims, running
+        n = len(anims)
+        self.counts = np.array([len(anim.keyframes) for anim in anims], np.int64)
+        size = int(self.counts.max(initial=0))
+        keyframe_rows = np.arange(n).repeat(self.counts)
+        keyframe_columns = np.arange(len(keyframe_rows)) - (self.counts.cumsum() - self.counts)[keyframe_rows]
+        self.times = np.zeros((n, size))
+        self.times[keyframe_rows, keyframe_columns] = np.concatenate(
+            [anim.keyframes["time"] for anim in anims]
+        ).astype(np.float64)
+        self.index, self.first, self.touched = {}, {}, {}
+        found = {kind: self._found(kind) for kind in DELTA_TABLES}
+
+        def table(kind, shape=(), dtype=np.float64):
+            return np.zeros((n, size, int(self.touched[kind].max(initial=0))) + shape, dtype)
+
+        for kind, name in (("position", "position_steps"), ("normal", "normal_steps")):
+            animation, kf, column, deltas = found[kind]
+            steps = table(kind, (3,))
+            np.add.at(steps, (animation, kf, column), deltas["delta"].astype(np.float64) * DELTA_UNIT)
+            setattr(self, name, steps)
+
+        animation, kf, column, deltas = found["texture"]
+        self.frame_steps, self.translate_steps = table("texture", (), np.int64), table("texture", (2,))
+        np.add.at(self.frame_steps, (animation, kf, column), deltas["frame_step"])
+        np.add.at(self.translate_steps, (animation, kf, column), deltas["translate"].astype(np.float64))
+
+        animation, kf, column, deltas = found["visibility"]
+        self.visibility_sets = table("visibility", (), np.int8)
+        # Later entries win: keep only each (keyframe, index)'s last change. Indices only grow inside a
+        # keyframe (their steps are unsigned), so the cells come in order and repeats are neighbours.
+        cells = np.ravel_multi_index((animation, kf, column), self.visibility_sets.shape)
+        last = np.empty(len(cells), bool)
+        last[-1:] = True
+        last[:-1] = cells[1:] != cells[:-1]
+        self.visibility_sets.ravel()[cells[last]] = deltas["value"][last]
+
+        self.node_deltas = found["node"]  # (animation, keyframe, column, delta record)
+        animation, kf, column, deltas = found["node"]
+        value = deltas["value"].astype(np.float64) * DELTA_UNIT
+        linear = np.abs(deltas["tangent_out"].astype(np.int64)) >= LINEAR_TANGENT
+        hermite = ~linear
+        self.node_hermite, self.node_linear = table("node"), table("node")
+        self.node_slope_in, self.node_slope_out = table("node"), table("node")
+        at = (animation[hermite], kf[hermite], column[hermite])
+        np.add.at(self.node_hermite, at, value[hermite])
+        np.add.at(self.node_linear, (animation[linear], kf[linear], column[linear]), value[linear])
+        for slopes, key in ((self.node_slope_in, "tangent_in"), (self.node_slope_out, "tangent_out")):
+            np.add.at(slopes, at, np.tan(np.radians(deltas[key][hermite].astype(np.float64))))
+
+    @classmethod
+    def chunks(
+        cls,
+        model: Model,
+        anims: list[AnimationData],
+        running: list[dict],
+        filename: str,
+        offsets: list[int],
+        widths: tuple[int, int] = (0, 0),
+    ) -> list[Sums]:
+        """``Sums`` of consecutive runs of ``anims`` (each with keyframes), as many together as keep their
+        padded tables, with the cells their caller adds (``widths``: per animation and per keyframe),
+        within CHUNK_CELLS (one animation alone may take more); an animation beyond EVALUATION_BUDGET is a
+        FormatError (``offsets``: of each one's data in ``filename``)."""
+        if not anims:
+            return []
+        counts = np.array([len(anim.keyframes) for anim in anims], np.int64)
+        touched = np.stack(
+            [_together(anims, running, kind)[5] for kind in DELTA_TABLES], axis=1
+        )  # (A, kinds)
+        large = np.flatnonzero(counts * touched.sum(axis=1) > EVALUATION_BUDGET)
+        if len(large):
+            a = int(large[0])
+            raise FormatError(
+                filename,
+                offsets[a],
+                f"animation of {counts[a]} keyframes × {touched[a].sum()} targets is too large to evaluate",
+            )
+        out, first = [], 0
+        size, touches = 0, np.zeros(touched.shape[1], np.int64)  # the padded tables of the chunk so far
+        for a in range(len(anims)):
+            size, touches = max(size, int(counts[a])), np.maximum(touches, touched[a])
+            cells = (a + 1 - first) * ((size + 1) * (int(touches.sum()) + widths[1]) + widths[0])
+            if a > first and cells > CHUNK_CELLS:
+                out.append(cls(model, anims[first:a], running[first:a]))
+                first, size, touches = a, int(counts[a]), touched[a]
+        if first < len(anims):
+            out.append(cls(model, anims[first:], running[first:]))
+        return out
+
+    def _found(self, kind: str):
+        """(animation, keyframe, column, delta record) of every delta of one kind (visibility: its changes
+        alone); keeps the targets of each animation (``index``, ``first``, ``touched``)."""
+        animation, kf, column, deltas, targets, touched = _together(
+            self.anims, self.running, kind, changes=kind == "visibility"
+        )
+        self.index[kind], self.touched[kind] = targets, touched
+        self.first[kind] = touched.cumsum() - touched
+        return animation, kf, column, deltas
+
+    def targets(self, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(animation, target, column) of every target of ``kind`` each animation touches."""
+        owner = np.arange(len(self.anims)).repeat(self.touched[kind])
+        return owner, self.index[kind], np.arange(len(owner)) - self.first[kind][owner]
+
+    def column(self, kind: str, animation: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """The columns of ``targets`` of ``kind`` (each touched by its ``animation``)."""
+        owner, index, _ = self.targets(kind)
+        span = int(max(index.max(initial=0), targets.max(initial=0))) + 1
+        return (owner * span + index).searchsorted(animation * span + targets) - self.first[kind][animation]
+
+    def applied(self, animation: np.ndarray, times: np.ndarray) -> np.ndarray:
+        """``Evaluator.applied`` of each of ``times`` in its ``animation`` (the animations in order)."""
+        loop, start, end = (
+            np.array([getattr(anim, k) for anim in self.anims])[animation] for k in ("loop", "start", "end")
+        )
+        t = _local_time(times, start, end, loop)
+        full = np.empty(len(t), np.int64)
+        if not len(t):
+            return full
+        bounds = [0, *(np.flatnonzero(np.diff(animation)) + 1).tolist(), len(t)]
+        for low, high in zip(bounds[:-1], bounds[1:], strict=True):
+            a = int(animation[low])
+            full[low:high] = _applied(self.times[a, : self.counts[a]], t[low:high])
+        return full
+
+    def part(self, kind: str, i: int, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Animation ``i``'s targets of ``kind`` and its (K, U…) part of ``table``."""
+        first, touched = int(self.first[kind][i]), int(self.touched[kind][i])
+        return self.index[kind][first : first + touched], table[i, : self.counts[i], :touched]
+
+    def evaluator(self, i: int) -> Evaluator:
+        evaluator = Evaluator.__new__(Evaluator)
+        evaluator._take(self, i)
+        return evaluator
+
+
+def latest_sets(sets: np.ndarray) -> np.ndarray:
+    """(…, K + 1, U): the last visibility set at or before each count of applied keyframes (0: none), of
+    (…, K, U) visibility sets."""
+    sets = np.concatenate([np.zeros_like(sets[..., :1, :]), sets], axis=-2)
+    latest = np.maximum.accumulate(np.where(sets != 0, np.arange(sets.shape[-2])[:, None], 0), axis=-2)
+    return np.take_along_axis(sets, latest, axis=-2)
+
+
+def node_entry_rows(deltas: np.ndarray, *columns: np.ndarray) -> np.ndarray:
+    """(*columns, value, tangent in, tangent out) int64 rows of node-delta entries in their order (the
+    ``columns`` give each one's keyframe, float…), index-only filler entries left out."""
     moving = (deltas["value"] != 0) | (deltas["tangent_in"] != 0) | (deltas["tangent_out"] != 0)
     rows = np.stack(
-        [kf, index] + [deltas[k].astype(np.int64) for k in ("value", "tangent_in", "tangent_out")], axis=1
+        [*columns] + [deltas[k].astype(np.int64) for k in ("value", "tangent_in", "tangent_out")], axis=1
     )
     return rows[moving]
 
 
-def _targets(index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(index, return_inverse=True)``: the targets a kind touches, and each delta's column
-    among them (in fewer calls: the arrays are small, the animations many)."""
-    ordered = np.sort(index)
+def _together(anims: list[AnimationData], running: list[dict], kind: str, changes: bool = False):
+    """Every delta of one kind of all ``anims`` (``changes``: only those with a non-zero value) as
+    (animation, keyframe, column, delta record), with the targets each animation touches, one animation's
+    after another's (each sorted: ``np.unique`` of its running indices) and how many each touches; a
+    delta's column is its target's place among its animation's."""
+    table = DELTA_TABLES[kind][0]
+    parts = [r[kind] for r in running]
+    lengths = np.array([len(part[0]) for part in parts], np.int64)
+    animation = np.arange(len(parts)).repeat(lengths)
+    kf, index, entries = (np.concatenate([part[n] for part in parts]).astype(np.int64) for n in range(3))
+    sizes = np.array([len(getattr(anim, table)) for anim in anims], np.int64)
+    # Joined as bytes (in one byte order): concatenating record arrays compares their fields pair by pair.
+    dtype = getattr(anims[0], table).dtype
+    joined = np.frombuffer(
+        b"".join([getattr(a, table).astype(dtype, copy=False).tobytes() for a in anims]), dtype
+    )
+    deltas = joined[entries + (sizes.cumsum() - sizes)[animation]]
+    if changes:
+        keep = deltas["value"] != 0
+        animation, kf, index, deltas = animation[keep], kf[keep], index[keep], deltas[keep]
+    span = int(index.max(initial=0)) + 1
+    keys = animation * span + index
+    ordered = np.sort(keys)
     first = np.empty(len(ordered), bool)
     first[:1] = True
     first[1:] = ordered[1:] != ordered[:-1]
-    targets = ordered[first]
-    return targets, targets.searchsorted(index)
+    unique = ordered[first]
+    owner = unique // span
+    touched = np.bincount(owner, minlength=len(parts))
+    column = unique.searchsorted(keys) - (touched.cumsum() - touched)[animation]
+    return animation, kf, column, deltas, unique - owner * span, touched
 
 
-def _vertex_deltas(count: int, running, found, deltas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The vertices a kind's deltas touch and their (K, touched, 3) sums per keyframe; ``running``:
-    the kind's ``running_indices``, ``found``: the vertices it touches and each delta's column among them."""
-    kf, _, entries = running
-    touched, column = found
-    out = np.zeros((count, len(touched), 3))
-    np.add.at(out, (kf, column), deltas["delta"][entries].astype(np.float64) * DELTA_UNIT)
-    return touched, out
-
-
-def _cumulative(steps: np.ndarray) -> np.ndarray:
-    """Sum of the first n keyframes' steps for n = 0..K."""
-    return np.concatenate([np.zeros((1,) + steps.shape[1:], steps.dtype), np.cumsum(steps, axis=0)])
+def cumulative(steps: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Sum of the first n keyframes' steps for n = 0..K (the keyframes along ``axis``)."""
+    shape = list(steps.shape)
+    shape[axis] = 1
+    return np.concatenate([np.zeros(shape, steps.dtype), np.cumsum(steps, axis=axis)], axis=axis)
 
 
 def _padded(steps: np.ndarray) -> np.ndarray:

@@ -118,10 +118,10 @@ def tpl_index_of(scene: Scene, image) -> np.ndarray:
     return np.where(image < len(scene.images), lookup[np.minimum(image, len(lookup) - 1)], image)
 
 
-def texture_image(model: Model, sampler: int, frame_offset):
-    """TPL image shown by a sampler at a frame offset, or (int64 array) at each of an array of them (the
-    game falls back to image 0)."""
-    texture = int(model.samplers["first_texture"][sampler]) + np.asarray(frame_offset, np.int64)
+def texture_image(model: Model, sampler, frame_offset):
+    """TPL image shown by a sampler at a frame offset, or (int64 array) by each of an array of them or at
+    each of an array of frame offsets (the game falls back to image 0)."""
+    texture = model.samplers["first_texture"][sampler].astype(np.int64) + np.asarray(frame_offset, np.int64)
     shown = np.append(model.textures["tpl_index"].astype(np.int64), 0)  # past the table: image 0
     image = shown[np.minimum(texture, len(model.textures))]
     return int(image) if image.ndim == 0 else image

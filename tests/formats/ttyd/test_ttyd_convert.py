@@ -12,6 +12,7 @@ from retro_models.formats.errors import ExportError, FormatError
 from retro_models.formats.scene import axis_matrix, compose
 from retro_models.formats.textures import gx
 from retro_models.formats.textures import tpl as tpl_format
+from retro_models.formats.ttyd import channels as channels_module
 from retro_models.formats.ttyd import convert, evaluate
 from retro_models.formats.ttyd import model as fmt
 from retro_models.formats.ttyd.evaluate import Evaluator, local_matrices, world_matrices
@@ -150,6 +151,79 @@ def test_shape_key_texture_and_visibility_channels(scene):
     assert idle.channels == [] and idle.extras["data"] is False
     walk = next(a for a in scene.animations if a.name == "walk")
     assert (walk.fps, walk.frame_start, walk.frame_end, walk.loop) == (60.0, 0.0, 20.0, True)
+
+
+def native(anim: fmt.AnimationData) -> fmt.AnimationData:
+    """The animation with its delta tables in this machine's byte order (as built in memory)."""
+    anim = copy.deepcopy(anim)
+    for table, _ in fmt.DELTA_TABLES.values():
+        setattr(anim, table, getattr(anim, table).astype(getattr(anim, table).dtype.newbyteorder("=")))
+    return anim
+
+
+def varied(walk: fmt.AnimationData) -> list[fmt.Animation]:
+    """The fixture's walk, an entry without data, the walk with one keyframe, in this machine's byte
+    order, not looping from frame 5, and without keyframes."""
+    still = copy.deepcopy(walk)
+    still.base["loop"], still.base["start"] = 0, 5.0
+    single = copy.deepcopy(walk)
+    single.keyframes = single.keyframes[1:]  # one keyframe: applied in full at every time
+    empty = copy.deepcopy(walk)
+    empty.keyframes = empty.keyframes[:0]
+    return [
+        fmt.Animation(name, data)
+        for name, data in [
+            (b"walk", walk),
+            (b"none", None),
+            (b"single", single),
+            (b"native", native(walk)),
+            (b"still", still),
+            (b"empty", empty),
+        ]
+    ]
+
+
+def test_animations_converted_together_are_each_as_alone(model):
+    model.animations = varied(model.animations[0].data)
+    together = convert.to_scene(model)
+    for a, animation in enumerate(model.animations):
+        alone = copy.deepcopy(model)
+        alone.animations = [fmt.Animation(b"x%d" % n, None) for n in range(a)] + [animation]
+        assert_same_animation(together, convert.to_scene(alone), a)
+    assert together.animations[0].channels
+
+
+def test_animations_in_several_chunks_are_as_in_one(model, monkeypatch):
+    model.animations = varied(model.animations[0].data)
+    together = convert.to_scene(model)
+    monkeypatch.setattr(evaluate, "CHUNK_CELLS", 1)  # every animation alone
+    anims = [a.data for a in model.animations if a.data is not None and len(a.data.keyframes)]
+    running = [evaluate.all_running_indices(anim) for anim in anims]
+    assert len(evaluate.Sums.chunks(model, anims, running, "", [0] * len(anims))) == len(anims)
+    chunked = convert.to_scene(model)
+    for a in range(len(model.animations)):
+        assert_same_animation(together, chunked, a)
+
+
+def assert_same_animation(scene, other, a):
+    """Animation ``a`` of both scenes has the same channels and shape keys, bit for bit."""
+    got, want = scene.animations[a], other.animations[a]
+    assert len(got.channels) == len(want.channels)
+    for mine, theirs in zip(got.channels, want.channels, strict=True):
+        assert (mine.target_kind, mine.target, mine.path, mine.index, mine.interpolation) == (
+            theirs.target_kind,
+            theirs.target,
+            theirs.path,
+            theirs.index,
+            theirs.interpolation,
+        )
+        for field in ("times", "values", "handles_left", "handles_right"):
+            x, y = getattr(mine, field), getattr(theirs, field)
+            assert (x is None and y is None) or x.tobytes() == y.tobytes()
+        assert mine.origin == theirs.origin
+    keys = [k for k in scene.meshes[0].shape_keys if k.extras["animation"] == got.name]
+    other_keys = [k for k in other.meshes[0].shape_keys if k.extras["animation"] == want.name]
+    assert [k.positions.tobytes() for k in keys] == [k.positions.tobytes() for k in other_keys]
 
 
 def test_baked_channels_reproduce_the_node_matrices(model):
@@ -307,6 +381,31 @@ def test_edited_animation_is_encoded_again(scene):
         pose.frame_offsets == original.frame_offsets
     ).all()
     assert back.animations[0].data.unknown_records.tobytes() == bytes(range(1, 9))
+
+
+def test_kept_animations_are_compared_again_after_an_edit_adds_textures(model, monkeypatch):
+    walk = model.animations[0].data
+    model.animations = [fmt.Animation(b"walk", walk), fmt.Animation(b"kept", copy.deepcopy(walk))]
+    scene = convert.to_scene(model)
+    swap = channels(scene)[("material", "body", "texture.0.image_index", None)]
+    swap.values = swap.values + 1  # images 1 and 2: image 2 has no texture entry yet
+    calls = []
+    original = channels_module.AnimationConverter.convert
+    monkeypatch.setattr(
+        channels_module.AnimationConverter, "convert", lambda self, *a: calls.append(a) or original(self, *a)
+    )
+    back, _ = convert.from_scene(scene)
+    assert len(back.textures) == 3 and [len(c[0]) for c in calls] == [2, 1]
+    kept, edited = (back.animations[n].data.texture_deltas for n in (1, 0))
+    assert all(np.array_equal(kept[f], walk.texture_deltas[f]) for f in kept.dtype.names)  # its tables kept
+    assert not np.array_equal(edited["frame_step"], walk.texture_deltas["frame_step"])
+
+
+def test_values_beyond_what_deltas_hold_are_an_export_error(scene):
+    location = channels(scene)[("bone", "body", "location", 1)]
+    location.values = location.values + 1e15  # 1.3e14 entries of at most 127 sixteenths each
+    with pytest.raises(ExportError, match="delta entries"):
+        convert.from_scene(scene)
 
 
 def strip_extras(scene):
