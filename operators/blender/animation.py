@@ -153,11 +153,8 @@ def interpolation_codes(interpolation, count: int) -> np.ndarray:
         codes = np.empty(count, np.int32)
         codes.fill(INTERPOLATION_CODES.get(interpolation, linear))  # np.full's Python wrapper costs more
         return codes
-    modes = np.asarray(interpolation, dtype=str)
-    codes = np.full(len(modes), linear, np.int32)
-    for name, code in INTERPOLATION_CODES.items():
-        codes[modes == name] = code
-    return codes
+    code = INTERPOLATION_CODES.get
+    return np.array([code(mode, linear) for mode in interpolation], np.int32)
 
 
 class Curves:
@@ -449,6 +446,17 @@ def build_animation(
     """
     actions = _ActionSet(animation, index, result, assign, scene.source or scene.name)
     rig = rigs[animation.skeleton or 0] if rigs else None
+    if animation.channels:
+        _key_channels(actions, scene, animation, rig)
+    if not actions.actions and rig is not None:  # keep an animation without channels for export
+        actions.ensure(rig.obj, "OBJECT")
+    actions.finish()
+    return actions.group
+
+
+def _key_channels(actions: _ActionSet, scene: Scene, animation: Animation, rig: bones.Rig | None) -> None:
+    """The F-curves of the animation's channels, made and keyed, each channel recorded."""
+    result = actions.result
     targets = {
         "object": {o.get(props.SCENE_NAME, o.name): o for o in result.armatures + result.objects},
         # Applied to existing objects (``build.add_animations``), a Scene has no meshes: their own names.
@@ -483,10 +491,6 @@ def build_animation(
             _keep_scene_keys(record, written, keys, float32[i], rig)
         elif not exact[i]:
             record.sources[0].keys = keys[0]
-    if not actions.actions and rig is not None:  # keep an animation without channels for export
-        actions.ensure(rig.obj, "OBJECT")
-    actions.finish()
-    return actions.group
 
 
 def _key_channel(actions, channel, record, targets, rig, posed=None) -> Written | None:
