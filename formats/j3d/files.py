@@ -12,6 +12,7 @@ export back there.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -289,12 +290,12 @@ def shared_animations(path: str, options: ModelImportOptions) -> int:
     folders. The batch splits an import of many (``formats.parts``)."""
     if not options.import_animations:
         return 0
-    data = read_bytes(path)
-    if not archives.is_archive(data):
+    listed = _listed_archive(path, _stamp(path))
+    if listed is None:
         found = _folder_animations(os.path.dirname(path) or ".")
         return sum(os.path.splitext(p)[1].lower()[1:] in JOINT_KINDS for p in found)
-    members = list(archives.read_archive(data, path).members())
-    folders = {os.path.dirname(m.path).lower() for m in _model_members(members, path)}
+    members, models = listed
+    folders = {os.path.dirname(m).lower() for m in models}
     return sum(
         os.path.splitext(m.path)[1].lower()[1:] in JOINT_KINDS and _in_animation_folder(m.path, folders)
         for m in members
@@ -369,13 +370,28 @@ def _model_members(members: list, path: str) -> list:
     ]
 
 
-def archive_models(path: str, read: Callable[[str], bytes] = read_bytes) -> list[str] | None:
+def archive_models(path: str) -> list[str] | None:
     """The models of an archive, by their paths in it ([] for an archive of other files); None for a
     model file."""
-    data = read(path)
+    listed = _listed_archive(path, _stamp(path))
+    return None if listed is None else listed[1]
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    status = os.stat(path)
+    return status.st_mtime_ns, status.st_size
+
+
+@functools.lru_cache(maxsize=1)
+def _listed_archive(path: str, stamp: tuple[int, int]) -> tuple[list, list[str]] | None:
+    """The members of the archive at ``path`` (as of ``stamp``: its modification time and size) and the
+    paths of its models; None for a model file. The batch asks ``archive_models`` and then
+    ``shared_animations`` of one file: it is decompressed once."""
+    data = read_bytes(path)
     if not archives.is_archive(data):
         return None
-    return [m.path for m in _model_members(list(archives.read_archive(data, path).members()), path)]
+    members = list(archives.read_archive(data, path).members())
+    return members, [m.path for m in _model_members(members, path)]
 
 
 def _pair(
