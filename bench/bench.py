@@ -550,34 +550,13 @@ def rows(results: dict) -> list[Row]:
     sizes = [n for n in CHAIN if f"tmrf{n}" in results]
     for small, large in pairwise(sizes):
         a, b = results[f"tmrf{small}"], results[f"tmrf{large}"]
-        table.append(
-            Row(
-                "tmrf",
-                f"growth {small}→{large}",
-                b["import"] / a["import"],
-                f"floor {b['floor'] / a['floor']:.2f} (2: linear, 4: quadratic)",
-            )
-        )
+        table.append(_growth("tmrf", f"growth {small}→{large}", a, b, "2: linear, 4: quadratic"))
     keyed, base = results.get("tmrf1000-keys"), results.get("tmrf1000")
     if keyed and base:
-        table.append(
-            Row(
-                "tmrf1000-keys",
-                "growth keys ×4",
-                keyed["import"] / base["import"],
-                f"floor {keyed['floor'] / base['floor']:.2f} (4: linear)",
-            )
-        )
+        table.append(_growth("tmrf1000-keys", "growth keys ×4", base, keyed, "4: linear"))
     j3d, quarter = results.get("j3d"), results.get("j3d-quarter")
     if j3d and quarter:
-        table.append(
-            Row(
-                "j3d-quarter",
-                "growth verts ×4",
-                j3d["import"] / quarter["import"],
-                f"floor {j3d['floor'] / quarter['floor']:.2f} (4: linear)",
-            )
-        )
+        table.append(_growth("j3d-quarter", "growth verts ×4", quarter, j3d, "4: linear"))
     if j3d:
         table += [
             Row(
@@ -634,6 +613,16 @@ def rows(results: dict) -> list[Row]:
             )
         )
     return table
+
+
+def _growth(workload: str, measure: str, small: dict, large: dict, scale: str) -> Row:
+    """How much longer the larger import takes than the smaller, next to its floor's."""
+    return Row(
+        workload,
+        measure,
+        large["import"] / small["import"],
+        f"floor {large['floor'] / small['floor']:.2f} ({scale})",
+    )
 
 
 def every_row() -> list[tuple[str, str]]:
