@@ -76,9 +76,12 @@ def animations_from_scene(model, scene, axis, parents, world, group_of_bone, reb
             converted = converter.convert([(k, entries[k][1], entries[k][0].name) for k in rest])
             expected.update(zip(rest, converted, strict=True))
         if kept is not None and not (kept and _matches(converter, animation, *expected[n])):
-            entry.data = _encode_animation(
-                model, scene, animation, entry.data, axis, world, parents, group_of_bone, *mapping
-            )
+            try:
+                entry.data = _encode_animation(
+                    model, scene, animation, entry.data, axis, world, parents, group_of_bone, *mapping
+                )
+            except ExportError as e:  # named after the animation it is in
+                raise ExportError(f"animation {animation.name!r}: {e}") from e
         model.animations.append(entry)
 
 
@@ -166,7 +169,7 @@ def _check_entries(counts: np.ndarray) -> None:
     """An ExportError when the entries ``counts`` make are more than a table holds (``MAX_ENTRIES``)."""
     total = counts.sum(dtype=np.float64)
     if total > MAX_ENTRIES:
-        raise ExportError(f"animation values too far apart to encode: {total:.0f} delta entries")
+        raise ExportError(f"values too far apart to encode: {total:.0f} delta entries")
 
 
 def _slopes(channel: Channel, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
